@@ -1,0 +1,176 @@
+import fastJson from 'fast-json-stringify';
+import { FrameEncodingError } from './errors.js';
+import type { EncodedMessage, Frame, MessageFrame } from './frame.js';
+import { SUBSCRIPTION_ID_META_KEY, type JsonRpcId, type JsonRpcMessage } from './jsonrpc.js';
+
+const ID_KEY_JSON = `${JSON.stringify(SUBSCRIPTION_ID_META_KEY)}:`;
+// Every tagged message is built so that `_meta` is the last member of `params`/`result`, which is
+// the last member of the message: its JSON therefore ends with `}}}` and the id goes just before.
+const TAIL = '}}}';
+
+function split(json: string, metaIsEmpty: boolean): { head: string; tail: string } {
+  return { head: json.slice(0, -TAIL.length) + (metaIsEmpty ? '' : ',') + ID_KEY_JSON, tail: TAIL };
+}
+
+function withoutKey(meta: unknown): Record<string, unknown> {
+  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return {};
+  const { [SUBSCRIPTION_ID_META_KEY]: _dropped, ...rest } = meta as Record<string, unknown>;
+  return rest;
+}
+
+/**
+ * Encodes any JSON-RPC message once so that it can be tagged per stream by concatenation.
+ *
+ * The subscription id goes into `params._meta` (notifications, requests) or `result._meta`
+ * (results); an error response has no `_meta` and is never tagged.
+ *
+ * @example
+ * const enc = encodeMessage({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+ * enc.head + JSON.stringify(7) + enc.tail;
+ * // {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}
+ * @param message the message; not modified.
+ * @see messageJson
+ */
+export function encodeMessage(message: JsonRpcMessage): EncodedMessage {
+  const plain = JSON.stringify(message);
+  if ('error' in message) return { plain, head: plain, tail: '' };
+  if ('result' in message) {
+    const { _meta, ...rest } = message.result;
+    const meta = withoutKey(_meta);
+    const json = JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { ...rest, _meta: meta } });
+    return { plain, ...split(json, isEmpty(meta)) };
+  }
+  const { _meta, ...rest } = message.params ?? {};
+  const meta = withoutKey(_meta);
+  const shaped =
+    'id' in message
+      ? { jsonrpc: '2.0', id: message.id, method: message.method, params: { ...rest, _meta: meta } }
+      : { jsonrpc: '2.0', method: message.method, params: { ...rest, _meta: meta } };
+  return { plain, ...split(JSON.stringify(shaped), isEmpty(meta)) };
+}
+
+function isEmpty(object: Record<string, unknown>): boolean {
+  for (const _ in object) return false;
+  return true;
+}
+
+// The hot shape: a payload-less `notifications/resources/updated` is published for every change
+// of every subscribed resource. fast-json-stringify compiles its serializer once.
+const resourceUpdatedTagged = fastJson({
+  type: 'object',
+  properties: {
+    jsonrpc: { type: 'string' },
+    method: { type: 'string' },
+    params: {
+      type: 'object',
+      properties: { uri: { type: 'string' }, _meta: { type: 'object', properties: {}, additionalProperties: false } },
+      required: ['uri', '_meta'],
+      additionalProperties: false,
+    },
+  },
+  required: ['jsonrpc', 'method', 'params'],
+  additionalProperties: false,
+});
+const resourceUpdatedPlain = fastJson({
+  type: 'object',
+  properties: {
+    jsonrpc: { type: 'string' },
+    method: { type: 'string' },
+    params: { type: 'object', properties: { uri: { type: 'string' } }, required: ['uri'], additionalProperties: false },
+  },
+  required: ['jsonrpc', 'method', 'params'],
+  additionalProperties: false,
+});
+const EMPTY_META = Object.freeze({});
+
+/** `notifications/resources/updated` for `uri`, encoded with the compiled fast-json-stringify serializer. */
+export function encodeResourceUpdated(uri: string): EncodedMessage {
+  const message = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } } as const;
+  const plain = resourceUpdatedPlain(message);
+  const tagged = resourceUpdatedTagged({ ...message, params: { uri, _meta: EMPTY_META } });
+  return { plain, ...split(tagged, true) };
+}
+
+/**
+ * The JSON of a message frame as it goes on the wire: tagged with the frame's `subscriptionId`
+ * when it has one, reusing the frame's pre-encoded form when present.
+ */
+export function messageJson(frame: MessageFrame): string {
+  const encoded = frame.encoded ?? encodeMessage(frame.message);
+  return frame.subscriptionId === undefined || encoded.tail === ''
+    ? encoded.plain
+    : encoded.head + JSON.stringify(frame.subscriptionId) + encoded.tail;
+}
+
+/**
+ * The message a frame stands for, as a new object with the subscription id in `_meta`
+ * (for in-process consumers; the wire path never builds it).
+ */
+export function taggedMessage(frame: MessageFrame): JsonRpcMessage {
+  return frame.subscriptionId === undefined ? frame.message : (JSON.parse(messageJson(frame)) as JsonRpcMessage);
+}
+
+/** The bytes of the keep-alive comment. */
+export const KEEP_ALIVE_TEXT = ':\r\n';
+
+const CR_OR_LF = /[\r\n]/;
+const LINE_BREAK = /\r\n|\r|\n/;
+
+/**
+ * Encodes a frame as SSE text exactly as DESIGN M5/L7 require:
+ * `event: message\n`, `id: N\n` when the frame has an event id, `data: <json>\n`, blank line;
+ * a comment is `:` + text + `\r\n` (the keep-alive is `:\r\n`).
+ *
+ * @example
+ * encodeFrame(KEEP_ALIVE) // ':\r\n'
+ * @throws FrameEncodingError when an event id contains CR or LF.
+ */
+export function encodeFrame(frame: Frame): string {
+  if (frame.type === 'comment') {
+    if (frame.text === '') return KEEP_ALIVE_TEXT;
+    return frame.text.split(LINE_BREAK).map((line) => `:${line}\r\n`).join('');
+  }
+  const json = messageJson(frame);
+  if (frame.eventId === undefined) return `event: message\ndata: ${json}\n\n`;
+  if (CR_OR_LF.test(frame.eventId)) throw new FrameEncodingError('id', frame.eventId);
+  return `event: message\nid: ${frame.eventId}\ndata: ${json}\n\n`;
+}
+
+/** A generic SSE event, for transports that send more than MCP messages. */
+export interface SseEvent {
+  /** Event type; no CR/LF. Omitted: the client's default `message`. */
+  readonly event?: string;
+  /** Event id; no CR/LF. */
+  readonly id?: string;
+  /** Payload; split on CR LF, CR or LF into one `data:` line each. */
+  readonly data: string;
+  /** Reconnection time, in milliseconds (a non-negative integer). */
+  readonly retry?: number;
+}
+
+/**
+ * Encodes a generic SSE event (lines end in `\n`): `event:`, `id:`, `retry:`, then one `data:`
+ * line per line of `data`, then a blank line.
+ *
+ * @throws FrameEncodingError when `event` or `id` contains CR or LF.
+ */
+export function encodeSseEvent(event: SseEvent): string {
+  let out = '';
+  if (event.event !== undefined) {
+    if (CR_OR_LF.test(event.event)) throw new FrameEncodingError('event', event.event);
+    out += `event: ${event.event}\n`;
+  }
+  if (event.id !== undefined) {
+    if (CR_OR_LF.test(event.id)) throw new FrameEncodingError('id', event.id);
+    out += `id: ${event.id}\n`;
+  }
+  if (event.retry !== undefined) {
+    if (!Number.isInteger(event.retry) || event.retry < 0) throw new FrameEncodingError('retry', String(event.retry));
+    out += `retry: ${event.retry}\n`;
+  }
+  for (const line of event.data.split(LINE_BREAK)) out += `data: ${line}\n`;
+  return out + '\n';
+}
+
+/** Re-exported for callers that tag by hand. */
+export type { JsonRpcId };

@@ -1,0 +1,73 @@
+import type { JsonRpcId, JsonRpcMessage, JsonRpcNotification } from './jsonrpc.js';
+
+/** The kinds of topic a stream can hear about (also the `topic` of a `drop` telemetry event). */
+export type TopicKind = 'tools' | 'prompts' | 'resources' | 'resource' | 'task';
+
+/** Why the server ended a stream (the `reason` of `notifications/cancelled` and of the `stop` event). */
+export type CloseReason = 'max_lifetime' | 'token_expired' | 'idle_timeout' | 'superseded' | 'shutdown';
+
+/**
+ * A JSON-RPC message encoded once, to be tagged per stream without encoding it again:
+ * the tagged JSON for subscription id `x` is `head + JSON.stringify(x) + tail`.
+ */
+export interface EncodedMessage {
+  /** JSON of the message without any subscription id (legacy streams). */
+  readonly plain: string;
+  /** JSON up to and including `"io.modelcontextprotocol/subscriptionId":`. */
+  readonly head: string;
+  /** JSON after the subscription id value (closes `_meta`, `params`/`result` and the message). */
+  readonly tail: string;
+}
+
+/** A frame that carries one JSON-RPC message as an SSE `message` event. */
+export interface MessageFrame {
+  readonly type: 'message';
+  /** The message as published, without the subscription id tag. Treat as immutable: it is shared by every stream. */
+  readonly message: JsonRpcMessage;
+  /**
+   * `notification` frames may be coalesced or dropped for a slow consumer; `control` frames
+   * (acknowledgment, `notifications/cancelled`, the listen result) never are.
+   */
+  readonly priority: 'notification' | 'control';
+  /** The topic a notification came from (for `drop` telemetry). */
+  readonly topic?: TopicKind;
+  /** Pending notifications with equal keys are identical: one of them is enough. */
+  readonly coalesceKey?: string;
+  /** Set by `tagSubscriptionId`: written as `_meta["io.modelcontextprotocol/subscriptionId"]`. */
+  readonly subscriptionId?: JsonRpcId;
+  /** SSE `id:` of the event (legacy streams): a decimal string. */
+  readonly eventId?: string;
+  /** Set by `closeWhen` on the frames it emits when it ends a stream. */
+  readonly closeReason?: CloseReason;
+  /** The message encoded once at publish time; absent for one-off control frames. */
+  readonly encoded?: EncodedMessage;
+}
+
+/** An SSE comment line: `:` + text + CRLF. With empty text it is the keep-alive `:\r\n`. */
+export interface CommentFrame {
+  readonly type: 'comment';
+  readonly text: string;
+}
+
+/** One unit of an SSE stream. */
+export type Frame = MessageFrame | CommentFrame;
+
+/** The keep-alive comment: written as the three bytes `:\r\n` (DESIGN M5). */
+export const KEEP_ALIVE: CommentFrame = Object.freeze({ type: 'comment', text: '' });
+
+/** A control frame (never dropped, never coalesced) for `message`. */
+export function controlFrame(message: JsonRpcMessage, closeReason?: CloseReason): MessageFrame {
+  return closeReason === undefined
+    ? { type: 'message', message, priority: 'control' }
+    : { type: 'message', message, priority: 'control', closeReason };
+}
+
+/** A notification frame for a one-off message (encoded when written). Hub notifications come pre-encoded. */
+export function notificationFrame(message: JsonRpcNotification, topic?: TopicKind, coalesceKey?: string): MessageFrame {
+  return { type: 'message', message, priority: 'notification', topic, coalesceKey };
+}
+
+/** True for frames that may be dropped or coalesced under backpressure. */
+export function isNotification(frame: Frame): frame is MessageFrame {
+  return frame.type === 'message' && frame.priority === 'notification';
+}
