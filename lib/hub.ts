@@ -1,0 +1,279 @@
+import { Observable, type Subscriber } from 'rxjs';
+import { encodeMessage, encodeResourceUpdated } from './encode.js';
+import type { MessageFrame } from './frame.js';
+import type { JsonRpcNotification } from './jsonrpc.js';
+import { reportError } from './telemetry.js';
+
+/** A task's status as delivered by `notifications/tasks/status` (MCP tasks); extra members are kept. */
+export interface TaskStatus {
+  readonly taskId: string;
+  readonly status: string;
+  readonly [member: string]: unknown;
+}
+
+/** A change published on the hub: what `notify*` calls produce and what a bus relays between nodes. */
+export type HubEvent =
+  | { readonly topic: 'tools' }
+  | { readonly topic: 'prompts' }
+  | { readonly topic: 'resources' }
+  | { readonly topic: 'resource'; readonly uri: string }
+  | { readonly topic: 'task'; readonly task: TaskStatus };
+
+/** What a stream can listen to: one topic, matched exactly. */
+export type TopicSelector =
+  | { readonly topic: 'tools' }
+  | { readonly topic: 'prompts' }
+  | { readonly topic: 'resources' }
+  | { readonly topic: 'resource'; readonly uri: string }
+  | { readonly topic: 'task'; readonly taskId: string };
+
+/**
+ * Relays hub events between nodes (a cluster-wide hub). The in-process hub needs none.
+ *
+ * Contract: `publish` relays an event that this node's hub has already delivered locally, so a
+ * bus must never hand that event back to this node's `deliver` (no double delivery); `connect`
+ * starts delivering events published on other nodes and returns a function that stops.
+ */
+export interface HubBus {
+  publish(event: HubEvent): void;
+  connect(deliver: (event: HubEvent) => void): () => void;
+}
+
+/** Options of {@link Hub}. */
+export interface HubOptions {
+  /** Relays events to and from other nodes; default none (in-process only). */
+  readonly bus?: HubBus;
+}
+
+/** The method each topic's notification carries. */
+export const NotificationMethod = Object.freeze({
+  tools: 'notifications/tools/list_changed',
+  prompts: 'notifications/prompts/list_changed',
+  resources: 'notifications/resources/list_changed',
+  resource: 'notifications/resources/updated',
+  task: 'notifications/tasks/status',
+} as const);
+
+function listChangedFrame(topic: 'tools' | 'prompts' | 'resources'): MessageFrame {
+  const message: JsonRpcNotification = Object.freeze({ jsonrpc: '2.0', method: NotificationMethod[topic] });
+  return Object.freeze({
+    type: 'message',
+    message,
+    priority: 'notification',
+    topic,
+    coalesceKey: message.method,
+    encoded: Object.freeze(encodeMessage(message)),
+  });
+}
+
+// List-changed notifications carry nothing: one frozen frame each serves every publish.
+const TOOLS_FRAME = listChangedFrame('tools');
+const PROMPTS_FRAME = listChangedFrame('prompts');
+const RESOURCES_FRAME = listChangedFrame('resources');
+const TOOLS_EVENT: HubEvent = Object.freeze({ topic: 'tools' });
+const PROMPTS_EVENT: HubEvent = Object.freeze({ topic: 'prompts' });
+const RESOURCES_EVENT: HubEvent = Object.freeze({ topic: 'resources' });
+
+/** The subscribers of one topic; delivery iterates over a snapshot rebuilt only after a change. */
+class Topic {
+  readonly subscribers = new Set<Subscriber<MessageFrame>>();
+  private snapshot: Subscriber<MessageFrame>[] | null = null;
+
+  add(subscriber: Subscriber<MessageFrame>): void {
+    this.subscribers.add(subscriber);
+    this.snapshot = null;
+  }
+
+  delete(subscriber: Subscriber<MessageFrame>): void {
+    this.subscribers.delete(subscriber);
+    this.snapshot = null;
+  }
+
+  emit(frame: MessageFrame): void {
+    const list = (this.snapshot ??= Array.from(this.subscribers));
+    for (let i = 0; i < list.length; i++) {
+      // A failing stream must not stop delivery to the others, nor throw into the publisher.
+      try {
+        list[i]!.next(frame);
+      } catch (error) {
+        reportError('hub', error);
+      }
+    }
+  }
+}
+
+/**
+ * The exact-match publish/subscribe registry between change sources and listen streams.
+ *
+ * Change sources call `notify*`; each stream obtains one Observable per topic it listens to with
+ * {@link Hub.topic}. Publishing is synchronous: when `notify*` returns, every local stream has
+ * been handed the notification. A notification is encoded once per publish, and only when some
+ * stream listens; a topic with no stream costs no memory and a publish to it allocates nothing.
+ * With a {@link HubBus}, local streams are served first and the event is then relayed.
+ *
+ * @example
+ * const hub = new Hub();
+ * hub.topic({ topic: 'resource', uri: 'file:///a' }).subscribe((frame) => console.log(frame.message));
+ * hub.notifyResourceUpdated('file:///a');   // logged
+ * hub.notifyResourceUpdated('file:///a/b'); // exact match only: not logged
+ * @see listen
+ */
+export class Hub {
+  private readonly tools = new Topic();
+  private readonly prompts = new Topic();
+  private readonly resources = new Topic();
+  private readonly resourceTopics = new Map<string, Topic>();
+  private readonly taskTopics = new Map<string, Topic>();
+  private readonly bus: HubBus | undefined;
+  private readonly disconnect: (() => void) | undefined;
+
+  /** @param options `bus`: relay to other nodes; default none. */
+  constructor(options: HubOptions = {}) {
+    this.bus = options.bus;
+    this.disconnect = this.bus?.connect((event) => this.deliver(event));
+  }
+
+  /** Publishes `notifications/tools/list_changed`. */
+  notifyToolsChanged(): void {
+    this.tools.emit(TOOLS_FRAME);
+    this.bus?.publish(TOOLS_EVENT);
+  }
+
+  /** Publishes `notifications/prompts/list_changed`. */
+  notifyPromptsChanged(): void {
+    this.prompts.emit(PROMPTS_FRAME);
+    this.bus?.publish(PROMPTS_EVENT);
+  }
+
+  /** Publishes `notifications/resources/list_changed`. */
+  notifyResourcesChanged(): void {
+    this.resources.emit(RESOURCES_FRAME);
+    this.bus?.publish(RESOURCES_EVENT);
+  }
+
+  /**
+   * Publishes `notifications/resources/updated {uri}` to the streams subscribed to exactly `uri`.
+   * @param uri the resource URI, compared as an exact string.
+   */
+  notifyResourceUpdated(uri: string): void {
+    if (typeof uri !== 'string') throw new TypeError(`notifyResourceUpdated(uri) needs a string URI, got ${typeof uri}`);
+    this.deliverResource(uri);
+    this.bus?.publish({ topic: 'resource', uri });
+  }
+
+  /**
+   * Publishes `notifications/tasks/status` with `task` as params to the streams listening to `task.taskId`.
+   * @param task the task's status; `taskId` must be a string.
+   */
+  notifyTask(task: TaskStatus): void {
+    if (task === null || typeof task !== 'object' || typeof task.taskId !== 'string') {
+      throw new TypeError('notifyTask(task) needs an object with a string taskId');
+    }
+    this.deliverTask(task);
+    this.bus?.publish({ topic: 'task', task });
+  }
+
+  /**
+   * Delivers an event to local streams only (what a bus calls for events from other nodes).
+   * @param event the event to deliver.
+   */
+  deliver(event: HubEvent): void {
+    switch (event.topic) {
+      case 'tools':
+        return this.tools.emit(TOOLS_FRAME);
+      case 'prompts':
+        return this.prompts.emit(PROMPTS_FRAME);
+      case 'resources':
+        return this.resources.emit(RESOURCES_FRAME);
+      case 'resource':
+        return this.deliverResource(event.uri);
+      case 'task':
+        return this.deliverTask(event.task);
+    }
+  }
+
+  /**
+   * The notifications of one topic, as frames shared by every stream (pre-encoded, untagged).
+   * Subscribing registers the stream synchronously; unsubscribing removes it, and the topic's
+   * entry with its last stream.
+   *
+   * @param selector which topic; resource URIs and task ids are matched exactly.
+   */
+  topic(selector: TopicSelector): Observable<MessageFrame> {
+    switch (selector.topic) {
+      case 'tools':
+        return fixed(this.tools);
+      case 'prompts':
+        return fixed(this.prompts);
+      case 'resources':
+        return fixed(this.resources);
+      case 'resource':
+        return keyed(this.resourceTopics, selector.uri);
+      case 'task':
+        return keyed(this.taskTopics, selector.taskId);
+    }
+  }
+
+  /** How many topic entries and stream registrations the hub holds now (for leak checks and metrics). */
+  get size(): { readonly topics: number; readonly subscriptions: number } {
+    let subscriptions = this.tools.subscribers.size + this.prompts.subscribers.size + this.resources.subscribers.size;
+    for (const topic of this.resourceTopics.values()) subscriptions += topic.subscribers.size;
+    for (const topic of this.taskTopics.values()) subscriptions += topic.subscribers.size;
+    return { topics: this.resourceTopics.size + this.taskTopics.size, subscriptions };
+  }
+
+  /** Disconnects the bus. Streams stay subscribed but hear only local publishes. */
+  close(): void {
+    this.disconnect?.();
+  }
+
+  private deliverResource(uri: string): void {
+    const topic = this.resourceTopics.get(uri);
+    if (topic === undefined) return;
+    const message: JsonRpcNotification = { jsonrpc: '2.0', method: NotificationMethod.resource, params: { uri } };
+    topic.emit({
+      type: 'message',
+      message,
+      priority: 'notification',
+      topic: 'resource',
+      coalesceKey: `${NotificationMethod.resource} ${uri}`,
+      encoded: encodeResourceUpdated(uri),
+    });
+  }
+
+  private deliverTask(task: TaskStatus): void {
+    const topic = this.taskTopics.get(task.taskId);
+    if (topic === undefined) return;
+    const message: JsonRpcNotification = { jsonrpc: '2.0', method: NotificationMethod.task, params: { ...task } };
+    const encoded = encodeMessage(message);
+    topic.emit({
+      type: 'message',
+      message,
+      priority: 'notification',
+      topic: 'task',
+      coalesceKey: `${NotificationMethod.task} ${encoded.plain}`,
+      encoded,
+    });
+  }
+}
+
+function fixed(topic: Topic): Observable<MessageFrame> {
+  return new Observable<MessageFrame>((subscriber) => {
+    topic.add(subscriber);
+    return () => topic.delete(subscriber);
+  });
+}
+
+function keyed(topics: Map<string, Topic>, key: string): Observable<MessageFrame> {
+  if (typeof key !== 'string') throw new TypeError(`a topic key must be a string, got ${typeof key}`);
+  return new Observable<MessageFrame>((subscriber) => {
+    let topic = topics.get(key);
+    if (topic === undefined) topics.set(key, (topic = new Topic()));
+    topic.add(subscriber);
+    return () => {
+      topic.delete(subscriber);
+      // No entry outlives its last stream: a topic nobody listens to costs nothing.
+      if (topic.subscribers.size === 0 && topics.get(key) === topic) topics.delete(key);
+    };
+  });
+}

@@ -1,0 +1,65 @@
+import diagnostics_channel from 'node:diagnostics_channel';
+import type { CloseReason, TopicKind } from './frame.js';
+
+/** Filter names as reported by telemetry (never URIs or ids). */
+export type TelemetryFilterName =
+  | 'tools_list_changed'
+  | 'prompts_list_changed'
+  | 'resources_list_changed'
+  | 'resource_subscriptions'
+  | 'task_ids';
+
+/** Why a listen stream stopped: a server-side close reason, or the client going away. */
+export type StopReason = CloseReason | 'client_closed' | 'error';
+
+/** Published on {@link channels.start} when a listen stream opens. */
+export interface StartEvent {
+  /** Wall-clock time the stream opened, in milliseconds since the epoch (from the stream's scheduler). */
+  readonly systemTime: number;
+  /** How many resource URIs the stream honoured. */
+  readonly resourceSubscriptions: number;
+  readonly filters: readonly TelemetryFilterName[];
+}
+
+/** Published on {@link channels.stop} when a listen stream ends, for any reason. */
+export interface StopEvent {
+  /** How long the stream lived, in milliseconds. */
+  readonly duration: number;
+  readonly filters: readonly TelemetryFilterName[];
+  readonly reason: StopReason;
+}
+
+/** Published on {@link channels.drop} when a slow consumer's queue is full and a notification is skipped. */
+export interface DropEvent {
+  /** Undelivered notifications held for the stream when this one was dropped. */
+  readonly queueLength: number;
+  readonly topic: TopicKind;
+}
+
+/** Published on {@link channels.error} when a subscriber or change source failed and delivery went on without it. */
+export interface ErrorEvent {
+  readonly where: 'hub' | 'source';
+  readonly error: unknown;
+}
+
+/**
+ * The `node:diagnostics_channel` channels this library publishes on (DESIGN M11).
+ *
+ * Subscribing costs nothing when nobody listens: events are only built when
+ * `channel.hasSubscribers` is true.
+ *
+ * @example
+ * import { channels } from 'mcp-rx-streams';
+ * channels.stop.subscribe((event) => console.log('stream stopped', event));
+ */
+export const channels = Object.freeze({
+  start: diagnostics_channel.channel('mcp-rx-streams:subscription:start'),
+  stop: diagnostics_channel.channel('mcp-rx-streams:subscription:stop'),
+  drop: diagnostics_channel.channel('mcp-rx-streams:subscription:drop'),
+  error: diagnostics_channel.channel('mcp-rx-streams:error'),
+});
+
+/** Reports an isolated failure on {@link channels.error}. */
+export function reportError(where: ErrorEvent['where'], error: unknown): void {
+  if (channels.error.hasSubscribers) channels.error.publish({ where, error } satisfies ErrorEvent);
+}
