@@ -1,7 +1,7 @@
 import fastJson from 'fast-json-stringify';
 import { FrameEncodingError } from './errors.js';
 import type { EncodedMessage, Frame, MessageFrame } from './frame.js';
-import { SUBSCRIPTION_ID_META_KEY, type JsonRpcId, type JsonRpcMessage } from './jsonrpc.js';
+import { SUBSCRIPTION_ID_META_KEY, type JsonRpcMessage } from './jsonrpc.js';
 
 const ID_KEY_JSON = `${JSON.stringify(SUBSCRIPTION_ID_META_KEY)}:`;
 // Every tagged message is built so that `_meta` is the last member of `params`/`result`, which is
@@ -172,5 +172,3 @@ export function encodeSseEvent(event: SseEvent): string {
   return out + '\n';
 }
 
-/** Re-exported for callers that tag by hand. */
-export type { JsonRpcId };

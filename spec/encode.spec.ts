@@ -1,0 +1,95 @@
+import { strict as assert } from 'node:assert';
+import { test } from 'uvu';
+import { encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, messageJson, taggedMessage } from '../lib/encode.js';
+import { FrameEncodingError } from '../lib/errors.js';
+import { controlFrame, KEEP_ALIVE, notificationFrame, type MessageFrame } from '../lib/frame.js';
+
+const ack = controlFrame({
+  jsonrpc: '2.0',
+  method: 'notifications/subscriptions/acknowledged',
+  params: { notifications: { toolsListChanged: true, resourceSubscriptions: ['file:///project/config.json'] } },
+});
+
+test('the acknowledgment frame matches the seed document byte for byte', () => {
+  assert.equal(
+    encodeFrame({ ...ack, subscriptionId: 7 }),
+    'event: message\n' +
+      'data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["file:///project/config.json"]},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}\n' +
+      '\n',
+  );
+});
+
+test('a resources/updated frame matches the seed document byte for byte (fast-json-stringify path)', () => {
+  const frame: MessageFrame = {
+    ...notificationFrame({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///project/config.json' } }),
+    encoded: encodeResourceUpdated('file:///project/config.json'),
+    subscriptionId: 7,
+  };
+  assert.equal(
+    encodeFrame(frame),
+    'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///project/config.json","_meta":{"io.modelcontextprotocol/subscriptionId":7}}}\n\n',
+  );
+});
+
+test('the fast path and the generic path produce the same bytes, including escapes', () => {
+  for (const uri of ['file:///a', 'file:///with "quotes"/and\\back', 'file:///ünï/😀', 'x\ny\r\u2028', '']) {
+    const fast = encodeResourceUpdated(uri);
+    const generic = encodeMessage({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+    assert.deepEqual(fast, generic, uri);
+  }
+});
+
+test('the subscription id is written verbatim: number stays number, string stays string', () => {
+  const frame = notificationFrame({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+  assert.equal(messageJson({ ...frame, subscriptionId: 7 }), '{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}');
+  assert.equal(messageJson({ ...frame, subscriptionId: '7' }), '{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"7"}}}');
+  assert.equal(messageJson({ ...frame, subscriptionId: 'a"b' }), '{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"a\\"b"}}}');
+  assert.equal(messageJson(frame), '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}');
+});
+
+test('the listen result carries the id in result._meta; existing _meta members are kept', () => {
+  const result = controlFrame({ jsonrpc: '2.0', id: 'L-1', result: { resultType: 'complete' } });
+  assert.equal(messageJson({ ...result, subscriptionId: 'L-1' }), '{"jsonrpc":"2.0","id":"L-1","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"L-1"}}}');
+  const withMeta = controlFrame({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 1, _meta: { trace: 'x' } } });
+  assert.equal(
+    messageJson({ ...withMeta, subscriptionId: 5 }),
+    '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"_meta":{"trace":"x","io.modelcontextprotocol/subscriptionId":5}}}',
+  );
+  assert.deepEqual(taggedMessage({ ...withMeta, subscriptionId: 5 }), {
+    jsonrpc: '2.0',
+    method: 'notifications/progress',
+    params: { progress: 1, _meta: { trace: 'x', 'io.modelcontextprotocol/subscriptionId': 5 } },
+  });
+});
+
+test('an error response is never tagged', () => {
+  const error = controlFrame({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bad' } });
+  assert.equal(messageJson({ ...error, subscriptionId: 1 }), '{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}');
+});
+
+test('legacy frames carry their id line between event and data', () => {
+  const frame = { ...notificationFrame({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' }), eventId: '42' };
+  assert.equal(encodeFrame(frame), 'event: message\nid: 42\ndata: {"jsonrpc":"2.0","method":"notifications/resources/list_changed"}\n\n');
+});
+
+test('keep-alive is exactly ":\\r\\n"; comment text is split into comment lines', () => {
+  assert.equal(encodeFrame(KEEP_ALIVE), ':\r\n');
+  assert.equal(encodeFrame({ type: 'comment', text: ' a\r\nb\rc\nd' }), ': a\r\n:b\r\n:c\r\n:d\r\n');
+});
+
+test('CR or LF in an event id is refused', () => {
+  for (const eventId of ['1\n2', '1\r', '\r\n']) {
+    const frame = { ...notificationFrame({ jsonrpc: '2.0', method: 'm' }), eventId };
+    assert.throws(() => encodeFrame(frame), FrameEncodingError);
+  }
+});
+
+test('generic events split data on CRLF, CR and LF, and refuse CR/LF in event and id', () => {
+  assert.equal(encodeSseEvent({ data: 'a\r\nb\rc\nd' }), 'data: a\ndata: b\ndata: c\ndata: d\n\n');
+  assert.equal(encodeSseEvent({ event: 'message', id: '3', retry: 1000, data: '' }), 'event: message\nid: 3\nretry: 1000\ndata: \n\n');
+  assert.throws(() => encodeSseEvent({ event: 'a\nb', data: '' }), FrameEncodingError);
+  assert.throws(() => encodeSseEvent({ id: 'a\rb', data: '' }), FrameEncodingError);
+  assert.throws(() => encodeSseEvent({ retry: -1, data: '' }), FrameEncodingError);
+});
+
+test.run();
