@@ -1,0 +1,209 @@
+/**
+ * Listen stream options and server-wide stream limits, validated once at construction
+ * (DESIGN M13).
+ */
+import { InvalidOptionError } from './errors.js';
+
+/** What a server-side close sends before the stream ends (DESIGN M7). */
+export type CloseNoticeMode = 'cancelled-then-result' | 'result-only';
+
+/** Timing and queue options of every listen stream. */
+export interface ListenOptions {
+  /** Milliseconds between `:\r\n` keep-alive comments; defaults to 15 000. */
+  readonly keepAliveInterval: number;
+  /** Milliseconds without a delivered notification before the stream is closed; defaults to 1 800 000 (30 min). */
+  readonly listenIdleTimeout: number;
+  /** Milliseconds a stream may live; defaults to 3 600 000 (1 h). */
+  readonly maxStreamLifetime: number;
+  /** Undelivered notifications held per stream before dropping; defaults to 1000. */
+  readonly listenMaxQueue: number;
+  /**
+   * `'cancelled-then-result'` sends `notifications/cancelled` and then the listen result;
+   * `'result-only'` skips the cancelled notification. Defaults to `'cancelled-then-result'`.
+   */
+  readonly closeNotice: CloseNoticeMode;
+}
+
+/** How many streams may be open, per principal and server-wide. */
+export interface StreamLimits {
+  /** Live listens per principal before the oldest is superseded; defaults to 4. */
+  readonly maxListensPerPrincipal: number;
+  /** Live streams server-wide (listens and streamed `tools/call`) before 503; defaults to 1000. */
+  readonly maxStreams: number;
+}
+
+/**
+ * The longest delay, in milliseconds, a timer can wait: 2 147 483 647 (about 24.8 days).
+ *
+ * Node's timers (which RxJS's `asyncScheduler` uses) store delays as signed 32-bit
+ * integers and run a longer one after **1 ms** with only a warning, so a lifetime of
+ * 30 days would close every stream at once. Millisecond options are refused above it.
+ *
+ * @example
+ * ```ts
+ * resolveListenOptions({ maxStreamLifetime: MAX_TIMER_DELAY }); // accepted
+ * ```
+ *
+ * @see resolveListenOptions
+ */
+export const MAX_TIMER_DELAY = 2_147_483_647;
+
+/**
+ * The listen options used where none are given.
+ *
+ * Keep-alive every 15 s, idle close after 30 min, lifetime cap 1 h, 1000 queued
+ * notifications per stream, and the full close notice — the values of the reference
+ * server this library follows.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_LISTEN_OPTIONS.keepAliveInterval; // → 15000
+ * ```
+ *
+ * @see resolveListenOptions
+ */
+export const DEFAULT_LISTEN_OPTIONS: Readonly<ListenOptions> = Object.freeze({
+  keepAliveInterval: 15_000,
+  listenIdleTimeout: 1_800_000,
+  maxStreamLifetime: 3_600_000,
+  listenMaxQueue: 1000,
+  closeNotice: 'cancelled-then-result',
+});
+
+/**
+ * The stream limits used where none are given: 4 listens per principal, 1000 streams server-wide.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_STREAM_LIMITS.maxStreams; // → 1000
+ * ```
+ *
+ * @see resolveStreamLimits
+ */
+export const DEFAULT_STREAM_LIMITS: Readonly<StreamLimits> = Object.freeze({
+  maxListensPerPrincipal: 4,
+  maxStreams: 1000,
+});
+
+const CLOSE_NOTICE_MODES: readonly CloseNoticeMode[] = ['cancelled-then-result', 'result-only'];
+
+/**
+ * Completes listen options with their defaults and refuses any value the library cannot use.
+ *
+ * Call it once, where a server is constructed, so a bad configuration fails at startup
+ * with a message naming the option rather than misbehaving on the first stream. Every
+ * number must be a positive safe integer (millisecond options at most
+ * {@link MAX_TIMER_DELAY}); `closeNotice` must be one of its two modes; a key that is not an
+ * option (a typo such as `keepAliveIntervall`) is refused too, because ignoring it would
+ * silently keep the default. An `undefined` value means the default (`null` does not). Unknown keys are
+ * checked first, then the options in declaration order.
+ *
+ * @example
+ * ```ts
+ * const options = resolveListenOptions({ keepAliveInterval: 5_000 });
+ * options.listenIdleTimeout; // → 1800000 (default)
+ * resolveListenOptions({ keepAliveInterval: -5 });
+ * // throws InvalidOptionError: keepAliveInterval must be a positive integer of milliseconds, got -5
+ * ```
+ *
+ * @param input Options to override; omitted or `undefined` fields take the defaults of
+ *   {@link DEFAULT_LISTEN_OPTIONS}.
+ * @returns A complete, frozen options object.
+ * @throws {InvalidOptionError} for an unknown key or an unusable value.
+ * @see DEFAULT_LISTEN_OPTIONS
+ * @see resolveStreamLimits
+ * @see positiveInteger
+ */
+export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<ListenOptions> {
+  const given = knownEntries(input, DEFAULT_LISTEN_OPTIONS);
+  const pick = <K extends keyof ListenOptions>(key: K): unknown => (given[key] === undefined ? DEFAULT_LISTEN_OPTIONS[key] : given[key]);
+  return Object.freeze({
+    keepAliveInterval: milliseconds('keepAliveInterval', pick('keepAliveInterval')),
+    listenIdleTimeout: milliseconds('listenIdleTimeout', pick('listenIdleTimeout')),
+    maxStreamLifetime: milliseconds('maxStreamLifetime', pick('maxStreamLifetime')),
+    listenMaxQueue: positiveInteger('listenMaxQueue', pick('listenMaxQueue')),
+    closeNotice: closeNoticeMode(pick('closeNotice')),
+  });
+}
+
+/**
+ * Completes stream limits with their defaults and refuses any value the library cannot use.
+ *
+ * Same rules as {@link resolveListenOptions}: positive safe integers only, unknown keys
+ * refused, `undefined` means the default.
+ *
+ * @example
+ * ```ts
+ * resolveStreamLimits({ maxListensPerPrincipal: 2 }); // → { maxListensPerPrincipal: 2, maxStreams: 1000 }
+ * resolveStreamLimits({ maxStreams: 0 });
+ * // throws InvalidOptionError: maxStreams must be a positive integer, got 0
+ * ```
+ *
+ * @param input Limits to override; omitted or `undefined` fields take the defaults of
+ *   {@link DEFAULT_STREAM_LIMITS}.
+ * @returns Complete, frozen limits.
+ * @throws {InvalidOptionError} for an unknown key or an unusable value.
+ * @see DEFAULT_STREAM_LIMITS
+ * @see resolveListenOptions
+ */
+export function resolveStreamLimits(input?: Partial<StreamLimits>): Readonly<StreamLimits> {
+  const given = knownEntries(input, DEFAULT_STREAM_LIMITS);
+  const pick = <K extends keyof StreamLimits>(key: K): unknown => (given[key] === undefined ? DEFAULT_STREAM_LIMITS[key] : given[key]);
+  return Object.freeze({
+    maxListensPerPrincipal: positiveInteger('maxListensPerPrincipal', pick('maxListensPerPrincipal')),
+    maxStreams: positiveInteger('maxStreams', pick('maxStreams')),
+  });
+}
+
+/**
+ * Returns `value` if it is a positive safe integer, else throws an error naming the option.
+ *
+ * The shared validator for counts and durations: `0`, negatives, fractions, `NaN`,
+ * `Infinity`, numbers beyond `Number.MAX_SAFE_INTEGER`, numeric strings and bigints are
+ * all refused, because each of them would quietly mean something else to a timer or a
+ * queue. Give `unit` to say what the number counts in the message.
+ *
+ * @example
+ * ```ts
+ * positiveInteger('maxStreams', 500); // → 500
+ * positiveInteger('keepAliveInterval', 1.5, 'milliseconds');
+ * // throws InvalidOptionError: keepAliveInterval must be a positive integer of milliseconds, got 1.5
+ * ```
+ *
+ * @param name The option's name, as the caller wrote it.
+ * @param value The value to check; any value.
+ * @param unit What the integer counts, e.g. `'milliseconds'`; omitted for plain counts.
+ * @returns `value`, typed as a number.
+ * @throws {InvalidOptionError} when `value` is not a positive safe integer.
+ * @see resolveListenOptions
+ * @see resolveStreamLimits
+ */
+export function positiveInteger(name: string, value: unknown, unit?: string): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value;
+  throw new InvalidOptionError(name, unit === undefined ? 'a positive integer' : `a positive integer of ${unit}`, value);
+}
+
+function milliseconds(name: string, value: unknown): number {
+  const delay = positiveInteger(name, value, 'milliseconds');
+  if (delay > MAX_TIMER_DELAY) {
+    throw new InvalidOptionError(name, `a positive integer of milliseconds no greater than ${MAX_TIMER_DELAY}`, value);
+  }
+  return delay;
+}
+
+function closeNoticeMode(value: unknown): CloseNoticeMode {
+  const mode = CLOSE_NOTICE_MODES.find((candidate) => candidate === value);
+  if (mode === undefined) throw new InvalidOptionError('closeNotice', '"cancelled-then-result" or "result-only"', value);
+  return mode;
+}
+
+/** The caller's entries, after refusing a non-object input and any key `defaults` lacks. */
+function knownEntries<T extends object>(input: unknown, defaults: T): Partial<Record<keyof T, unknown>> {
+  if (input === undefined || input === null) return {};
+  if (typeof input !== 'object' || Array.isArray(input)) throw new InvalidOptionError('options', 'an object', input);
+  const known = Object.keys(defaults);
+  for (const key of Object.keys(input)) {
+    if (!known.includes(key)) throw new InvalidOptionError(key, `one of the known options (${known.join(', ')})`, (input as Record<string, unknown>)[key]);
+  }
+  return input as Partial<Record<keyof T, unknown>>;
+}
