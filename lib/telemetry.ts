@@ -1,13 +1,6 @@
 import diagnostics_channel from 'node:diagnostics_channel';
+import type { FilterName } from './filter.js';
 import type { CloseReason, TopicKind } from './frame.js';
-
-/** Filter names as reported by telemetry (never URIs or ids). */
-export type TelemetryFilterName =
-  | 'tools_list_changed'
-  | 'prompts_list_changed'
-  | 'resources_list_changed'
-  | 'resource_subscriptions'
-  | 'task_ids';
 
 /** Why a listen stream stopped: a server-side close reason, or the client going away. */
 export type StopReason = CloseReason | 'client_closed' | 'error';
@@ -18,14 +11,14 @@ export interface StartEvent {
   readonly systemTime: number;
   /** How many resource URIs the stream honoured. */
   readonly resourceSubscriptions: number;
-  readonly filters: readonly TelemetryFilterName[];
+  readonly filters: readonly FilterName[];
 }
 
 /** Published on {@link channels.stop} when a listen stream ends, for any reason. */
 export interface StopEvent {
   /** How long the stream lived, in milliseconds. */
   readonly duration: number;
-  readonly filters: readonly TelemetryFilterName[];
+  readonly filters: readonly FilterName[];
   readonly reason: StopReason;
 }
 

@@ -1,0 +1,104 @@
+import { Subject, type Subscription } from 'rxjs';
+import { encodeFrame } from '../lib/encode.js';
+import type { EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
+
+/** Connection facts a Fetch-API runtime knows but `Request` does not carry. */
+export interface WebConnectionInfo {
+  /** The client's address, for the anonymous principal's bucket. */
+  readonly remoteAddress?: string;
+}
+
+/** Options of {@link webHandler}. */
+export interface WebHandlerOptions {
+  /** Bytes the response stream buffers before it reports the client busy; defaults to 65 536. */
+  readonly highWaterMark?: number;
+}
+
+/**
+ * Serves an {@link McpEndpoint} over the Fetch API: `Request` in, `Response` out (Hono, Bun, Deno,
+ * edge runtimes, or Node's own `fetch`-style servers).
+ *
+ * The SSE body is a pull-based `ReadableStream`: when its queue is full (`desiredSize <= 0`) the
+ * stream is told the client is busy, and each `pull` tells it the client can take more. Cancelling
+ * the body or aborting the request unsubscribes the stream and releases everything.
+ *
+ * @example
+ * const handle = webHandler(new McpEndpoint({ hub }));
+ * // Hono: app.post('/mcp', (c) => handle(c.req.raw, { remoteAddress: c.env?.remoteAddr }));
+ * // Bun:  Bun.serve({ fetch: (request, server) => handle(request, { remoteAddress: server.requestIP(request)?.address }) });
+ * @param endpoint the endpoint to serve.
+ * @param options `highWaterMark` in bytes; defaults to 65 536.
+ * @see nodeHandler
+ */
+export function webHandler(endpoint: McpEndpoint, options: WebHandlerOptions = {}): (request: Request, info?: WebConnectionInfo) => Promise<Response> {
+  const highWaterMark = options.highWaterMark ?? 65_536;
+  return async (request, info = {}) => {
+    const response = await endpoint.handle({
+      method: request.method.toUpperCase(),
+      header: (name) => request.headers.get(name) ?? undefined,
+      remoteAddress: info.remoteAddress,
+      body: request.body === null ? undefined : chunks(request.body),
+    });
+    switch (response.kind) {
+      case 'json':
+        return new Response(response.body, { status: response.status, headers: response.headers });
+      case 'empty':
+        return new Response(null, { status: response.status, headers: response.headers });
+      case 'stream':
+        if (request.signal.aborted) {
+          response.abandon();
+          return new Response(null, { status: 499 });
+        }
+        return new Response(body(response, request.signal, highWaterMark), { status: response.status, headers: response.headers });
+    }
+  };
+}
+
+function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: AbortSignal, highWaterMark: number): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const demand$ = new Subject<boolean>();
+  let subscription: Subscription | undefined;
+  const stop = () => subscription?.unsubscribe();
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        signal.addEventListener('abort', stop, { once: true });
+        subscription = response.open(demand$).subscribe({
+          next: (frame) => {
+            controller.enqueue(encoder.encode(encodeFrame(frame)));
+            if ((controller.desiredSize ?? 1) <= 0) demand$.next(false);
+          },
+          error: (error) => controller.error(error),
+          complete: () => {
+            signal.removeEventListener('abort', stop);
+            controller.close();
+          },
+        });
+      },
+      pull() {
+        demand$.next(true);
+      },
+      cancel() {
+        signal.removeEventListener('abort', stop);
+        stop();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark }),
+  );
+}
+
+// Not every runtime's ReadableStream is async-iterable: read it through its reader.
+async function* chunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    // Stops an oversized upload instead of leaving it half-read.
+    reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}

@@ -1,0 +1,58 @@
+import { isIPv4, isIPv6 } from 'node:net';
+
+/** Who is calling, as an endpoint's `authenticate` hook reports it. */
+export interface AuthInfo {
+  /** The principal's key: streams of one principal share the per-principal cap. */
+  readonly principal: string;
+  /** Scopes granted to the caller (e.g. `private`), checked by the server's `canRead`. */
+  readonly scopes: ReadonlySet<string>;
+  /** When the credential expires, in milliseconds since the epoch; a listen stream closes then (`token_expired`). */
+  readonly expiresAt?: number;
+}
+
+/** Thrown by an `authenticate` hook to refuse a request: answered with HTTP 401. */
+export class AuthError extends Error {
+  override readonly name = 'AuthError';
+  readonly code = 'ERR_MCP_RX_UNAUTHORIZED';
+  /** Value of the `WWW-Authenticate` response header; defaults to `Bearer`. */
+  readonly challenge: string;
+
+  constructor(message: string, challenge = 'Bearer') {
+    super(message);
+    this.challenge = challenge;
+  }
+}
+
+/**
+ * The principal of an unauthenticated caller: its address bucket (DESIGN M8).
+ *
+ * IPv4 callers are bucketed by address, IPv6 callers by their /64 prefix (one host usually holds a
+ * whole /64), IPv4-mapped IPv6 addresses as IPv4. Unknown addresses share one bucket.
+ *
+ * @example
+ * addressBucket('::ffff:127.0.0.1') // 'addr:127.0.0.1'
+ * addressBucket('2001:db8::1')      // 'addr:2001:db8:0:0::/64'
+ * @param address the socket's remote address.
+ */
+export function addressBucket(address: string | undefined): string {
+  if (address === undefined || address === '') return 'addr:unknown';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return `addr:${mapped[1]}`;
+  if (isIPv4(address)) return `addr:${address}`;
+  if (isIPv6(address)) return `addr:${expandIPv6(address).slice(0, 4).join(':')}::/64`;
+  return `addr:${address}`;
+}
+
+function expandIPv6(address: string): string[] {
+  const [head = '', tail] = address.toLowerCase().split('%')[0]!.split('::') as [string, string | undefined];
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const missing = 8 - left.length - right.length;
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(missing, 0)).fill('0'), ...right];
+  return groups.map((group) => (group.includes('.') ? group : String(parseInt(group, 16).toString(16))));
+}
+
+/** The default `authenticate`: anonymous callers bucketed by address, no scopes, no expiry. */
+export function anonymous(remoteAddress: string | undefined): AuthInfo {
+  return { principal: addressBucket(remoteAddress), scopes: new Set() };
+}

@@ -1,0 +1,89 @@
+// mcp-rx-streams: the public API. Explicit named exports only.
+
+/* Hub */
+export { Hub, NotificationMethod } from './hub.js';
+export type { HubBus, HubEvent, HubOptions, TaskStatus, TopicSelector } from './hub.js';
+
+/* Listen assembly */
+export { listenStream, notifications } from './listen.js';
+export type { ListenStreamInit } from './listen.js';
+export {
+  acknowledgedNotification,
+  authorizeListenFilter,
+  clientDeclaresTasks,
+  filterNames,
+  parseListenFilter,
+  MAX_FILTER_ENTRIES,
+  CLIENT_CAPABILITIES_META_KEY,
+  TASKS_EXTENSION_ID,
+} from './filter.js';
+export type { FilterName, ListenFilter, ResourceAuthorizer, ServerCapabilities } from './filter.js';
+export {
+  DEFAULT_LISTEN_OPTIONS,
+  DEFAULT_STREAM_LIMITS,
+  MAX_TIMER_DELAY,
+  positiveInteger,
+  resolveListenOptions,
+  resolveStreamLimits,
+} from './options.js';
+export type { CloseNoticeMode, ListenOptions, StreamLimits } from './options.js';
+export { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from './closeTriggers.js';
+export type { CloseTrigger } from './closeTriggers.js';
+
+/* Frames and encoding */
+export { controlFrame, isNotification, KEEP_ALIVE, notificationFrame } from './frame.js';
+export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, TopicKind } from './frame.js';
+export { encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './encode.js';
+export type { SseEvent } from './encode.js';
+
+/* JSON-RPC and errors */
+export { ErrorCode, isJsonRpcId, JsonRpcError, SUBSCRIPTION_ID_META_KEY } from './jsonrpc.js';
+export type {
+  JsonRpcErrorObject,
+  JsonRpcErrorResponse,
+  JsonRpcId,
+  JsonRpcMessage,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  JsonRpcResultResponse,
+} from './jsonrpc.js';
+export { FrameEncodingError, InvalidOptionError } from './errors.js';
+
+/* Endpoint, limits and auth */
+export { acceptsEventStream, JSON_HEADERS, McpEndpoint, SSE_HEADERS } from './endpoint.js';
+export type { EndpointRequest, EndpointResponse, EndpointStats, McpEndpointOptions, MethodHandler, ParsedBody, RequestContext } from './endpoint.js';
+export { StreamSlots } from './slots.js';
+export type { Slot } from './slots.js';
+export { PrincipalRegistry } from './principals.js';
+export type { Admission } from './principals.js';
+export { addressBucket, anonymous, AuthError } from './auth.js';
+export type { AuthInfo } from './auth.js';
+
+/* Legacy replay */
+export { ReplayBuffer } from './replayBuffer.js';
+export type { EventLog } from './replayBuffer.js';
+
+/* Telemetry */
+export { channels } from './telemetry.js';
+export type { DropEvent, ErrorEvent, StartEvent, StopEvent, StopReason } from './telemetry.js';
+
+/* Operators */
+export { ackThenNotify } from '../operators/ackThenNotify.js';
+export { closeWhen } from '../operators/closeWhen.js';
+export type { CloseNotice } from '../operators/closeWhen.js';
+export { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
+export { keepAlive } from '../operators/keepAlive.js';
+export { replayFrom } from '../operators/replayFrom.js';
+export { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
+export { tagSubscriptionId } from '../operators/tagSubscriptionId.js';
+export { withEventIds } from '../operators/withEventIds.js';
+
+/* Adapters */
+export { nodeHandler } from '../adapters/node.js';
+export type { NodeHandler } from '../adapters/node.js';
+export { webHandler } from '../adapters/web.js';
+export type { WebConnectionInfo, WebHandlerOptions } from '../adapters/web.js';
+export { listen, openSse, ListenClientError, LISTEN_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSION } from '../adapters/client.js';
+export type { ListenClientErrorInfo, ListenClientOptions, OpenSseInit } from '../adapters/client.js';
+export { parseSse, SseParser } from '../adapters/sseParser.js';
+export type { ParsedSseEvent } from '../adapters/sseParser.js';

@@ -1,0 +1,49 @@
+import { InvalidOptionError } from './errors.js';
+
+/** One held place in a {@link StreamSlots} pool. `release()` is idempotent. */
+export interface Slot {
+  release(): void;
+}
+
+/**
+ * The server-wide pool of long-lived streams (DESIGN M9, default 1000 places).
+ *
+ * Listen streams take a slot before they open and give it back when they end, whatever the
+ * reason. The pool is public so that other long-lived responses of the same server (streamed
+ * `tools/call` results) share the cap: a full server answers 503 instead of falling over.
+ *
+ * @example
+ * const slots = new StreamSlots(1000);
+ * const slot = slots.tryAcquire();
+ * if (slot === undefined) return respond503();
+ * stream.subscribe({ complete: () => slot.release() });
+ * @param capacity how many slots exist; a positive integer; defaults to 1000.
+ */
+export class StreamSlots {
+  readonly capacity: number;
+  #inUse = 0;
+
+  constructor(capacity = 1000) {
+    if (!Number.isSafeInteger(capacity) || capacity <= 0) throw new InvalidOptionError('maxStreams', 'a positive integer', capacity);
+    this.capacity = capacity;
+  }
+
+  /** How many slots are held now. */
+  get inUse(): number {
+    return this.#inUse;
+  }
+
+  /** Takes a slot, or returns `undefined` when all are held. */
+  tryAcquire(): Slot | undefined {
+    if (this.#inUse >= this.capacity) return undefined;
+    this.#inUse++;
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.#inUse--;
+      },
+    };
+  }
+}
