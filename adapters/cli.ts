@@ -33,6 +33,10 @@ function positive(flag: string, value: string): number {
 }
 
 async function serve(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -79,6 +83,10 @@ async function serve(argv: string[]): Promise<void> {
 }
 
 async function watch(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     strict: true,
