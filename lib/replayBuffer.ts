@@ -1,0 +1,94 @@
+import { InvalidOptionError } from './errors.js';
+import type { MessageFrame } from './frame.js';
+
+/**
+ * Where a legacy session's frames get their SSE event ids and where a reconnect reads them back.
+ *
+ * {@link ReplayBuffer} is the in-memory implementation; a shared store (say, Redis) implements
+ * the same two methods.
+ */
+export interface EventLog {
+  /** Stamps `frame` with the next event id, records it, and returns the stamped frame. */
+  append(frame: MessageFrame): MessageFrame;
+  /** The recorded frames a client that last saw `lastEventId` missed, oldest first. */
+  after(lastEventId: string | null | undefined): MessageFrame[];
+}
+
+const DECIMAL = /^[0-9]+$/;
+
+/**
+ * A legacy session's event-id sequence and a ring of its last `capacity` stamped frames (DESIGN L7).
+ *
+ * Every message frame on a legacy GET stream carries a per-session, strictly increasing decimal
+ * `id:` (1, 2, 3, …). The buffer remembers the most recent frames so that a client reconnecting
+ * with `Last-Event-ID: n` gets the ones with an id above `n`, with their original ids, before
+ * live frames resume. A non-numeric `Last-Event-ID` replays the whole buffer; one that is at or
+ * past the newest id replays nothing; one older than the oldest kept frame replays all that is
+ * kept (the older frames are gone). Memory is bounded by `capacity` frames.
+ *
+ * @example
+ * const log = new ReplayBuffer(100);
+ * log.append(notificationFrame(updated)).eventId; // '1'
+ * log.append(notificationFrame(updated)).eventId; // '2'
+ * log.after('1').map((frame) => frame.eventId);   // ['2']
+ * @see withEventIds
+ * @see replayFrom
+ */
+export class ReplayBuffer implements EventLog {
+  /** How many of the most recent frames are kept. */
+  readonly capacity: number;
+  private readonly ring: (MessageFrame | undefined)[];
+  private last = 0;
+
+  /**
+   * @param capacity how many of the most recent frames are kept for replay, a positive integer
+   *   count; defaults to 100 (the option `replayBufferSize`).
+   * @throws InvalidOptionError when `capacity` is not a positive integer.
+   */
+  constructor(capacity = 100) {
+    if (!Number.isInteger(capacity) || capacity <= 0) {
+      throw new InvalidOptionError('replayBufferSize', 'a positive integer count of frames', capacity);
+    }
+    this.capacity = capacity;
+    this.ring = new Array<MessageFrame | undefined>(capacity);
+  }
+
+  /** The id of the newest frame; 0 before the first. */
+  get lastId(): number {
+    return this.last;
+  }
+
+  /** How many frames are kept (at most `capacity`). */
+  get size(): number {
+    return Math.min(this.last, this.capacity);
+  }
+
+  /**
+   * Stamps `frame` with the next event id, keeps it (forgetting the oldest when full) and returns it.
+   *
+   * @param frame the frame to stamp; not modified (the stamped frame is a copy). An `eventId` it
+   *   already has is replaced.
+   * @returns the stamped frame, to be written to the stream.
+   */
+  append(frame: MessageFrame): MessageFrame {
+    const id = ++this.last;
+    const stamped: MessageFrame = { ...frame, eventId: String(id) };
+    this.ring[(id - 1) % this.capacity] = stamped;
+    return stamped;
+  }
+
+  /**
+   * The kept frames a client that last saw `lastEventId` has missed, oldest first.
+   *
+   * @param lastEventId the `Last-Event-ID` request header: `undefined` or `null` (absent) → none;
+   *   a decimal `n` → the kept frames with an id above `n`; anything else → every kept frame.
+   */
+  after(lastEventId: string | null | undefined): MessageFrame[] {
+    if (lastEventId === undefined || lastEventId === null) return [];
+    const oldest = this.last - this.size + 1;
+    const first = DECIMAL.test(lastEventId) ? Math.max(Number(lastEventId) + 1, oldest) : oldest;
+    const frames: MessageFrame[] = [];
+    for (let id = first; id <= this.last; id++) frames.push(this.ring[(id - 1) % this.capacity]!);
+    return frames;
+  }
+}

@@ -1,0 +1,149 @@
+import { concatWith, filter, Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import { InvalidOptionError } from '../lib/errors.js';
+import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
+
+/**
+ * Holds frames for a busy sink, at most `limit` notifications of them, coalescing identical
+ * pending notifications and never dropping a control frame.
+ *
+ * This is the boundary to the socket (DESIGN M10). While the sink is ready and nothing waits,
+ * frames pass straight through. When `demand$` says `false` (the adapter's `write()` returned
+ * false) message frames queue up in order: a notification whose `coalesceKey` is already
+ * pending is discarded, because the pending one carries the same information (a payload-less
+ * `notifications/resources/updated` for a URI already queued adds nothing); a notification
+ * that finds `limit` notifications waiting is dropped and reported to `onDrop`; control frames
+ * (acknowledgment, closing frames) always queue and never count. Keep-alive comments are
+ * skipped while anything waits: the queued frames will keep the connection busy anyway. When
+ * `demand$` says `true` again (`'drain'`) the queue is written out in order, one frame at a
+ * time, stopping as soon as the sink reports `false` again. Completion waits for the queue to
+ * empty; an error is forwarded at once and discards the queue.
+ *
+ * The sink is assumed ready until `demand$` says otherwise. `demand$` is subscribed before the
+ * source, so a synchronous initial value (say, a `BehaviorSubject(false)`) applies to the very
+ * first frame. Its completion keeps the last value; its error errors the stream.
+ *
+ * @example
+ * const demand$ = new BehaviorSubject(true);
+ * frames$.pipe(dropWhenQueueExceeds(1000, demand$, (frame, n) => console.warn('drop', frame.topic, n)))
+ *   .subscribe((frame) => { if (!res.write(encodeFrame(frame))) demand$.next(false); });
+ * res.on('drain', () => demand$.next(true));
+ * @param limit the most notifications held for a busy sink, a positive integer count (the
+ *   listen option `listenMaxQueue`, which defaults to 1000).
+ * @param demand$ whether the sink can take more: `false` when it is busy, `true` when it drained.
+ *   It may emit synchronously from inside the downstream `next`.
+ * @param onDrop called with the dropped notification and the number of notifications held
+ *   (equal to `limit`) each time one is dropped; optional. If it throws, the stream errors with
+ *   that error.
+ * @throws InvalidOptionError when `limit` is not a positive integer.
+ * @see keepAlive
+ * @see tagSubscriptionId
+ */
+export function dropWhenQueueExceeds(
+  limit: number,
+  demand$: Observable<boolean>,
+  onDrop?: (frame: MessageFrame, queueLength: number) => void,
+): MonoTypeOperatorFunction<Frame> {
+  if (!Number.isInteger(limit) || limit <= 0) {
+    throw new InvalidOptionError('dropWhenQueueExceeds limit', 'a positive integer count of notifications', limit);
+  }
+  return (source) =>
+    new Observable<Frame>((subscriber) => {
+      let ready = true;
+      let flushing = false;
+      let onFlushed: (() => void) | undefined;
+      const queue = new FrameQueue();
+      // Keys of the notifications waiting in `queue`: coalescing is a lookup, not a scan.
+      const pendingKeys = new Set<string>();
+      let pendingNotifications = 0;
+
+      const flush = () => {
+        // A sink that drains synchronously calls back into here from the `next` below: the loop
+        // that is already running picks the new demand up, so the stack does not grow.
+        if (flushing) return;
+        flushing = true;
+        try {
+          while (ready && queue.length > 0 && !subscriber.closed) {
+            const frame = queue.shift();
+            if (isNotification(frame)) {
+              pendingNotifications--;
+              if (frame.coalesceKey !== undefined) pendingKeys.delete(frame.coalesceKey);
+            }
+            subscriber.next(frame);
+          }
+        } finally {
+          flushing = false;
+        }
+        if (queue.length === 0) onFlushed?.();
+      };
+
+      // True: write `frame` now. False: it was queued, coalesced, dropped or (a comment) skipped.
+      const passes = (frame: Frame): boolean => {
+        if (ready && queue.length === 0) return true;
+        if (frame.type === 'comment') return false;
+        if (frame.priority === 'notification') {
+          const key = frame.coalesceKey;
+          if (key !== undefined && pendingKeys.has(key)) return false;
+          if (pendingNotifications >= limit) {
+            onDrop?.(frame, pendingNotifications);
+            return false;
+          }
+          if (key !== undefined) pendingKeys.add(key);
+          pendingNotifications++;
+        }
+        queue.push(frame);
+        return false;
+      };
+
+      // The source's completion is held back until the queued frames are written.
+      const flushed$ = new Observable<never>((done) => {
+        if (queue.length === 0) done.complete();
+        else onFlushed = () => done.complete();
+      });
+
+      subscriber.add(
+        demand$.subscribe({
+          next: (canWrite) => {
+            ready = canWrite;
+            if (canWrite) flush();
+          },
+          error: (error: unknown) => subscriber.error(error),
+        }),
+      );
+      if (subscriber.closed) return;
+      // Handing `subscriber` itself to the chain lets unsubscribing stop a synchronous source.
+      source.pipe(filter(passes), concatWith(flushed$)).subscribe(subscriber);
+      return () => queue.clear();
+    });
+}
+
+/** A FIFO with O(1) push and shift: an array read from a moving head, compacted when half dead. */
+class FrameQueue {
+  private items: (Frame | undefined)[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(frame: Frame): void {
+    this.items.push(frame);
+  }
+
+  /** The oldest frame; only call when `length > 0`. */
+  shift(): Frame {
+    const frame = this.items[this.head]!;
+    this.items[this.head++] = undefined;
+    if (this.head === this.items.length) {
+      this.clear();
+    } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return frame;
+  }
+
+  clear(): void {
+    this.items.length = 0;
+    this.head = 0;
+  }
+}

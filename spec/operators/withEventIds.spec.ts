@@ -1,0 +1,70 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Observable, of, take } from 'rxjs';
+import { controlFrame, KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../../lib/frame.js';
+import { ReplayBuffer } from '../../lib/replayBuffer.js';
+import { withEventIds } from '../../operators/withEventIds.js';
+import { testScheduler } from '../helpers/marbles.js';
+
+const updated = (uri: string): MessageFrame =>
+  notificationFrame(
+    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } },
+    'resource',
+    `notifications/resources/updated ${uri}`,
+  );
+const eventIds = (frames: readonly Frame[]): (string | undefined)[] =>
+  frames.map((frame) => (frame.type === 'message' ? frame.eventId : ':'));
+
+test('stamps message frames with increasing ids and passes comments without one', () => {
+  testScheduler().run(({ cold, expectObservable }) => {
+    const a = updated('file:///a');
+    const b = updated('file:///b');
+    const c = controlFrame({ jsonrpc: '2.0', method: 'notifications/message', params: {} });
+    const source = cold<Frame>('-a-k-b-c|', { a, b, c, k: KEEP_ALIVE });
+    const expected = '          -A-k-B-C|';
+    expectObservable(source.pipe(withEventIds(new ReplayBuffer()))).toBe(expected, {
+      A: { ...a, eventId: '1' },
+      B: { ...b, eventId: '2' },
+      C: { ...c, eventId: '3' },
+      k: KEEP_ALIVE,
+    });
+  });
+});
+
+test('records every stamped frame in the log', () => {
+  const log = new ReplayBuffer();
+  const out: Frame[] = [];
+  of<Frame[]>(updated('file:///a'), KEEP_ALIVE, updated('file:///b'))
+    .pipe(withEventIds(log))
+    .subscribe((frame) => out.push(frame));
+  assert.equal(eventIds(out), ['1', ':', '2']);
+  assert.is(log.lastId, 2);
+  const replay = log.after('0');
+  assert.is(replay[0], out[0]);
+  assert.is(replay[1], out[2]);
+});
+
+test('keeps counting across subscriptions sharing one log (a reconnecting session)', () => {
+  const log = new ReplayBuffer();
+  const out: Frame[] = [];
+  const frames$ = of<Frame[]>(updated('file:///a'), updated('file:///b')).pipe(withEventIds(log));
+  frames$.subscribe((frame) => out.push(frame));
+  frames$.subscribe((frame) => out.push(frame));
+  assert.equal(eventIds(out), ['1', '2', '3', '4']);
+});
+
+test('stops a synchronous source when unsubscribed', () => {
+  let emitted = 0;
+  const source = new Observable<Frame>((subscriber) => {
+    for (let i = 0; i < 100_000 && !subscriber.closed; i++) {
+      emitted++;
+      subscriber.next(updated(`file:///r${i}`));
+    }
+  });
+  const log = new ReplayBuffer();
+  source.pipe(withEventIds(log), take(5)).subscribe();
+  assert.ok(emitted <= 6, `source kept emitting: ${emitted}`);
+  assert.ok(log.lastId <= 6);
+});
+
+test.run();
