@@ -147,6 +147,8 @@ const SERVER_INFO = Object.freeze({ name: 'mcp-rx-streams-reference', version: '
 
 function methods(files: FileResources): Record<string, MethodHandler> {
   const complete = (result: Record<string, unknown>) => ({ resultType: 'complete', ...result });
+  // 2026-07-28 list and read results are cacheable results: they must say for how long and for whom.
+  const cacheable = (result: Record<string, unknown>) => complete({ ttlMs: 0, cacheScope: 'private', ...result });
   return {
     'server/discover': () =>
       complete({
@@ -161,16 +163,16 @@ function methods(files: FileResources): Record<string, MethodHandler> {
         _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
       }),
     ping: () => complete({}),
-    'resources/list': async (_params, { auth }) => complete({ resources: await files.list(auth.scopes) }),
+    'resources/list': async (_params, { auth }) => cacheable({ resources: await files.list(auth.scopes) }),
     'resources/read': async (params, { auth }) => {
       const uri = params?.uri;
       if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, 'resources/read requires params.uri');
       const read = await files.read(uri, auth.scopes);
       // Unreadable and absent look the same: the answer never reveals what the caller may not read.
       if (read === undefined) throw new JsonRpcError(-32002, `resource not found: ${uri}`, { uri });
-      return complete(read);
+      return cacheable(read);
     },
-    'tools/list': async () => complete({ tools: await files.tools() }),
-    'prompts/list': async () => complete({ prompts: await files.prompts() }),
+    'tools/list': async () => cacheable({ tools: await files.tools() }),
+    'prompts/list': async () => cacheable({ prompts: await files.prompts() }),
   };
 }
