@@ -59,10 +59,21 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
   const demand$ = new Subject<boolean>();
   let subscription: Subscription | undefined;
   const stop = () => subscription?.unsubscribe();
+  let cleanup = () => {};
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        signal.addEventListener('abort', stop, { once: true });
+        const abort = () => {
+          stop();
+          // A reader still waiting on the body must not wait forever.
+          try {
+            controller.error(signal.reason);
+          } catch {
+            // already closed
+          }
+        };
+        signal.addEventListener('abort', abort, { once: true });
+        cleanup = () => signal.removeEventListener('abort', abort);
         subscription = response.open(demand$).subscribe({
           next: (frame) => {
             controller.enqueue(encoder.encode(encodeFrame(frame)));
@@ -70,7 +81,7 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
           },
           error: (error) => controller.error(error),
           complete: () => {
-            signal.removeEventListener('abort', stop);
+            cleanup();
             controller.close();
           },
         });
@@ -79,7 +90,7 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
         demand$.next(true);
       },
       cancel() {
-        signal.removeEventListener('abort', stop);
+        cleanup();
         stop();
       },
     },
