@@ -1,0 +1,56 @@
+import { EMPTY, Subject, defer, merge, tap } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
+import type { Frame } from '../lib/frame.js';
+
+/**
+ * Emits `ack` first, but only once the source is subscribed; then the source's frames.
+ *
+ * Subscribing to the hub's frames is what registers the stream's topics, so the acknowledgment
+ * must go out after that subscription, never before (a plain `startWith(ack)` would emit it
+ * before). The ack is emitted as soon as the source's subscription returns, or earlier, just
+ * before the source's first value, completion or error if the source emits while it is being
+ * subscribed: downstream always sees the ack first and then every source frame in order, and
+ * a synchronous source is never buffered, so unsubscribing stops it. Each subscription gets
+ * its own ack.
+ *
+ * MCP 2026-07-28 `subscriptions/listen`, DESIGN M6: "Topics are registered before the ack is
+ * written: nothing published after the ack is missed."
+ *
+ * @example
+ * const ack = controlFrame({
+ *   jsonrpc: '2.0',
+ *   method: 'notifications/subscriptions/acknowledged',
+ *   params: { notifications: { toolsListChanged: true } },
+ * });
+ * hub.frames(filter).pipe(ackThenNotify(ack), keepAlive(15_000));
+ * // ack, then the tools/list_changed notifications published after the topics were registered
+ * @param ack the acknowledgment frame, emitted once per subscription (usually a control frame
+ *   for `notifications/subscriptions/acknowledged`).
+ * @see tagSubscriptionId
+ * @see keepAlive
+ * @see closeWhen
+ */
+export function ackThenNotify(ack: Frame): MonoTypeOperatorFunction<Frame> {
+  return (source) =>
+    defer(() => {
+      const ackOut = new Subject<Frame>();
+      let sent = false;
+      const sendAck = (): void => {
+        if (sent) return;
+        sent = true;
+        ackOut.next(ack);
+        ackOut.complete();
+      };
+      // merge subscribes in order: the ack channel, then the source (whose first notification
+      // pushes the ack out ahead of itself), then — once the source's subscribe has returned —
+      // a no-op that sends the ack if the source has not emitted yet.
+      return merge(
+        ackOut,
+        source.pipe(tap({ next: sendAck, error: sendAck, complete: sendAck })),
+        defer(() => {
+          sendAck();
+          return EMPTY;
+        }),
+      );
+    });
+}

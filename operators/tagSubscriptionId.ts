@@ -1,0 +1,38 @@
+import { map } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
+import { InvalidOptionError } from '../lib/errors.js';
+import type { Frame } from '../lib/frame.js';
+import { isJsonRpcId } from '../lib/jsonrpc.js';
+import type { JsonRpcId } from '../lib/jsonrpc.js';
+
+/**
+ * Marks every message frame with the listen request id, which the encoder writes as
+ * `_meta["io.modelcontextprotocol/subscriptionId"]`.
+ *
+ * The frame's message is not copied or re-encoded: the frame gets a `subscriptionId` field and
+ * the encoder (`messageJson`, `encodeFrame`) splices the id into `params._meta` (notifications)
+ * or `result._meta` (results) of the message encoded once at publish time, keeping the other
+ * `_meta` keys. The id is written verbatim, so `7` stays a number and `"7"` a string. Comment
+ * frames (keep-alives) carry no message and pass untouched.
+ *
+ * MCP 2026-07-28 `subscriptions/listen`, DESIGN M5: "Every message — ack, notifications, closing
+ * frames — carries `_meta["io.modelcontextprotocol/subscriptionId"]` = the listen request id,
+ * verbatim (number stays number, string stays string)."
+ *
+ * @example
+ * of(notificationFrame({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }))
+ *   .pipe(tagSubscriptionId(7), map(encodeFrame))
+ *   .subscribe((text) => res.write(text));
+ * // event: message
+ * // data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}
+ * @param id the `subscriptions/listen` request id: a string or a finite number.
+ * @throws InvalidOptionError when `id` is not a string or a finite number.
+ * @see ackThenNotify
+ * @see closeWhen
+ */
+export function tagSubscriptionId(id: JsonRpcId): MonoTypeOperatorFunction<Frame> {
+  if (!isJsonRpcId(id)) {
+    throw new InvalidOptionError('tagSubscriptionId id', 'a string or a finite number (the listen request id)', id);
+  }
+  return map((frame) => (frame.type === 'message' ? { ...frame, subscriptionId: id } : frame));
+}
