@@ -33,6 +33,7 @@ async function withReference(options: Parameters<typeof startReferenceServer>[0]
 }
 
 const uriOf = (file: string) => pathToFileURL(file).href;
+const paramsOf = (m: JsonRpcMessage | undefined): any => (m as { params?: unknown } | undefined)?.params;
 const methodsOf = (messages: JsonRpcMessage[]) => messages.map((m) => ('method' in m ? m.method : 'result'));
 
 test('a file change reaches a listen for the file and one for its collection', async () => {
@@ -49,7 +50,7 @@ test('a file change reaches a listen for the file and one for its collection', a
     await appendFile(file, '- another\n');
     const updates = await got;
     assert.deepEqual(
-      updates.map((m) => (m as { params: { uri: string } }).params.uri),
+      updates.map((m) => paramsOf(m).uri),
       [uriOf(file), `${uriOf(dir)}/`],
     );
   });
@@ -99,13 +100,13 @@ test('bearer tokens: 401 without or with a bad or expired one; private URIs need
     assert.equal((await post(url, body, { ...LISTEN_HEADERS, authorization: `Bearer ${await token('a', '', -10)}` })).status, 401);
     const ack = async (scope: string) => {
       const messages = await firstValueFrom(listen({ url, notifications: { resourceSubscriptions: [secretUri, readme] }, token: await token('a', scope) }).pipe(take(1), toArray()));
-      return (messages[0] as { params: { notifications: unknown } }).params.notifications;
+      return paramsOf(messages[0]).notifications;
     };
     assert.deepEqual(await ack('read'), { resourceSubscriptions: [readme] });
     assert.deepEqual(await ack('read private'), { resourceSubscriptions: [secretUri, readme] });
     const ending = await firstValueFrom(listen({ url, notifications: { toolsListChanged: true }, token: await token('b', '', 1) }).pipe(toArray()));
     assert.deepEqual(methodsOf(ending), ['notifications/subscriptions/acknowledged', 'notifications/cancelled', 'result']);
-    assert.equal((ending[1] as { params: { reason: string } }).params.reason, 'token_expired');
+    assert.equal(paramsOf(ending[1]).reason, 'token_expired');
   });
 });
 
@@ -153,7 +154,7 @@ test('the CLI prints exactly one ready line, and SIGTERM closes streams with clo
     await done;
     assert.equal(await run.exited, 0);
     assert.deepEqual(methodsOf(messages), ['notifications/subscriptions/acknowledged', 'notifications/cancelled', 'result']);
-    assert.equal((messages[1] as { params: { reason: string } }).params.reason, 'shutdown');
+    assert.equal(paramsOf(messages[1]).reason, 'shutdown');
   } finally {
     run.child.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });
