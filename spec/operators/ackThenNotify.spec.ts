@@ -1,4 +1,5 @@
 import { test } from 'uvu';
+import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
 import { EMPTY, Observable, Subject, concat, of, take, throwError } from 'rxjs';
 import { ackThenNotify } from '../../operators/ackThenNotify.js';
@@ -103,17 +104,11 @@ test('unsubscribing unsubscribes the source', () => {
 });
 
 test('stops a synchronous source when unsubscribed', () => {
-  let emitted = 0;
-  const source = new Observable<Frame>((subscriber) => {
-    while (!subscriber.closed && emitted < 100_000) {
-      emitted++;
-      subscriber.next(a);
-    }
-  });
+  const { source, emitted } = endlessSyncSource<Frame>(() => a);
   const got: Frame[] = [];
   source.pipe(ackThenNotify(A), take(3)).subscribe((frame) => got.push(frame));
   assert.equal(got, [A, a, a]);
-  assert.ok(emitted <= 3, `the source kept emitting after unsubscription: ${emitted} frames`);
+  assert.ok(emitted() <= 3, `the source kept emitting after unsubscription: ${emitted()} frames`);
 });
 
 test.run();

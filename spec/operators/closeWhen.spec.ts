@@ -1,4 +1,5 @@
 import { test } from 'uvu';
+import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
 import { NEVER, Observable, VirtualTimeScheduler, concat, count, filter, map, of, take } from 'rxjs';
 import type { SchedulerLike } from 'rxjs';
@@ -332,18 +333,12 @@ test('each close trigger throws InvalidOptionError naming its argument', () => {
 });
 
 test('stops a synchronous source when unsubscribed', () => {
-  let emitted = 0;
-  const source = new Observable<Frame>((subscriber) => {
-    while (!subscriber.closed && emitted < 100_000) {
-      emitted++;
-      subscriber.next(n);
-    }
-  });
+  const { source, emitted } = endlessSyncSource<Frame>(() => n);
   const scheduler = new VirtualTimeScheduler();
   const got: Frame[] = [];
   source.pipe(closeWhen([lifetimeCap(HOUR, scheduler), idleTimeout(HALF_HOUR, scheduler)], notice), take(3)).subscribe((frame) => got.push(frame));
   assert.equal(got, [n, n, n]);
-  assert.ok(emitted <= 3, `the source kept emitting after unsubscription: ${emitted} frames`);
+  assert.ok(emitted() <= 3, `the source kept emitting after unsubscription: ${emitted()} frames`);
   assert.is(scheduler.actions.length, 0, 'the lifetime timer must be released');
 });
 

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
+import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
-import { NEVER, Observable, Subject, VirtualTimeScheduler, take } from 'rxjs';
+import { NEVER, Subject, VirtualTimeScheduler, take } from 'rxjs';
 import { keepAlive } from '../../operators/keepAlive.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { KEEP_ALIVE, notificationFrame } from '../../lib/frame.js';
@@ -85,17 +86,11 @@ test('throws InvalidOptionError naming intervalMs for anything but a positive in
 });
 
 test('stops a synchronous source when unsubscribed', () => {
-  let emitted = 0;
-  const source = new Observable<Frame>((subscriber) => {
-    while (!subscriber.closed && emitted < 100_000) {
-      emitted++;
-      subscriber.next(a);
-    }
-  });
+  const { source, emitted } = endlessSyncSource<Frame>(() => a);
   const got: Frame[] = [];
   source.pipe(keepAlive(15000, new VirtualTimeScheduler()), take(3)).subscribe((frame) => got.push(frame));
   assert.equal(got, [a, a, a]);
-  assert.ok(emitted <= 3, `the source kept emitting after unsubscription: ${emitted} frames`);
+  assert.ok(emitted() <= 3, `the source kept emitting after unsubscription: ${emitted()} frames`);
 });
 
 test.run();

@@ -1,4 +1,5 @@
 import { test } from 'uvu';
+import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
 import { EMPTY, Observable, Subject, take } from 'rxjs';
 import { KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../../lib/frame.js';
@@ -156,17 +157,11 @@ test('unsubscribing releases the feed', () => {
 });
 
 test('stops a synchronous source when unsubscribed', () => {
-  let emitted = 0;
-  const source = new Observable<Frame>((subscriber) => {
-    for (let i = 1; i <= 100_000 && !subscriber.closed; i++) {
-      emitted++;
-      subscriber.next({ ...updated(`file:///r${i}`), eventId: String(i) });
-    }
-  });
+  const { source, emitted } = endlessSyncSource<Frame>((i) => ({ ...updated(`file:///r${i + 1}`), eventId: String(i + 1) }));
   const out: Frame[] = [];
   source.pipe(replayFrom('0', new ReplayBuffer(5)), take(5)).subscribe((frame) => out.push(frame));
   assert.equal(eventIds(out), ['1', '2', '3', '4', '5']);
-  assert.ok(emitted <= 6, `source kept emitting: ${emitted}`);
+  assert.ok(emitted() <= 6, `source kept emitting: ${emitted()}`);
 });
 
 test.run();

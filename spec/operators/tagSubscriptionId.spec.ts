@@ -1,4 +1,5 @@
 import { test } from 'uvu';
+import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
 import { Observable, take } from 'rxjs';
 import { tagSubscriptionId } from '../../operators/tagSubscriptionId.js';
@@ -114,17 +115,11 @@ test('throws InvalidOptionError at call time for an id that is not a string or f
 });
 
 test('stops a synchronous source when unsubscribed', () => {
-  let emitted = 0;
-  const source = new Observable<Frame>((subscriber) => {
-    while (!subscriber.closed && emitted < 100_000) {
-      emitted++;
-      subscriber.next(toolsChanged);
-    }
-  });
+  const { source, emitted } = endlessSyncSource<Frame>(() => toolsChanged);
   const got: Frame[] = [];
   source.pipe(tagSubscriptionId(7), take(3)).subscribe((frame) => got.push(frame));
   assert.is(got.length, 3);
-  assert.ok(emitted <= 3, `the source kept emitting after unsubscription: ${emitted} frames`);
+  assert.ok(emitted() <= 3, `the source kept emitting after unsubscription: ${emitted()} frames`);
 });
 
 test.run();

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
+import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
-import { Observable, of, take } from 'rxjs';
+import { of, take } from 'rxjs';
 import { controlFrame, KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../../lib/frame.js';
 import { ReplayBuffer } from '../../lib/replayBuffer.js';
 import { withEventIds } from '../../operators/withEventIds.js';
@@ -54,16 +55,10 @@ test('keeps counting across subscriptions sharing one log (a reconnecting sessio
 });
 
 test('stops a synchronous source when unsubscribed', () => {
-  let emitted = 0;
-  const source = new Observable<Frame>((subscriber) => {
-    for (let i = 0; i < 100_000 && !subscriber.closed; i++) {
-      emitted++;
-      subscriber.next(updated(`file:///r${i}`));
-    }
-  });
+  const { source, emitted } = endlessSyncSource<Frame>((i) => updated(`file:///r${i}`));
   const log = new ReplayBuffer();
   source.pipe(withEventIds(log), take(5)).subscribe();
-  assert.ok(emitted <= 6, `source kept emitting: ${emitted}`);
+  assert.ok(emitted() <= 6, `source kept emitting: ${emitted()}`);
   assert.ok(log.lastId <= 6);
 });
 
