@@ -37,13 +37,13 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
       body: preParsed !== undefined ? { parsed: preParsed } : req,
     };
     endpoint.handle(request).then(
-      (response) => write(response, res),
+      (response) => write(response, res, endpoint.listenOptions.keepAliveInterval),
       () => res.destroy(),
     );
   };
 }
 
-function write(response: EndpointResponse, res: ServerResponse): void {
+function write(response: EndpointResponse, res: ServerResponse, graceMs: number): void {
   if (res.destroyed || res.writableEnded) {
     if (response.kind === 'stream') response.abandon();
     return;
@@ -58,11 +58,11 @@ function write(response: EndpointResponse, res: ServerResponse): void {
       res.end();
       return;
     case 'stream':
-      return stream(response, res);
+      return stream(response, res, graceMs);
   }
 }
 
-function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: ServerResponse): void {
+function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: ServerResponse, graceMs: number): void {
   res.writeHead(response.status, response.headers);
   const demand$ = new Subject<boolean>();
   let subscription: Subscription | undefined;
@@ -80,7 +80,16 @@ function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: Se
       if (!res.write(encodeFrame(frame))) demand$.next(false);
     },
     error: () => res.destroy(),
-    complete: () => res.end(),
+    complete: () => {
+      res.end();
+      // The closing frames may still sit in the socket's buffer of a client that stopped reading:
+      // it gets one keep-alive interval to take them, then the connection is dropped.
+      if (!res.writableFinished) {
+        const timer = setTimeout(() => res.destroy(), graceMs);
+        timer.unref();
+        res.once('close', () => clearTimeout(timer));
+      }
+    },
   });
   if (closed) subscription.unsubscribe();
 }

@@ -5,7 +5,7 @@ export { Hub, NotificationMethod } from './hub.js';
 export type { HubBus, HubEvent, HubOptions, TaskStatus, TopicSelector } from './hub.js';
 
 /* Listen assembly */
-export { listenStream, notifications } from './listen.js';
+export { listenStream, notifications, StalledStreamError } from './listen.js';
 export type { ListenStreamInit } from './listen.js';
 export {
   acknowledgedNotification,

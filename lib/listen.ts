@@ -1,4 +1,4 @@
-import { asyncScheduler, defer, finalize, merge, NEVER, type Observable, type SchedulerLike, tap } from 'rxjs';
+import { asyncScheduler, defer, finalize, merge, NEVER, Observable, type SchedulerLike, Subject, switchMap, take, tap, timer } from 'rxjs';
 import { ackThenNotify } from '../operators/ackThenNotify.js';
 import { closeWhen, type CloseTrigger } from '../operators/closeWhen.js';
 import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
@@ -11,6 +11,15 @@ import type { Hub } from './hub.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import { resolveListenOptions, type ListenOptions } from './options.js';
 import { channels, type StopReason } from './telemetry.js';
+
+/** The stream closed but its client did not take the closing frames within the grace period. */
+export class StalledStreamError extends Error {
+  override readonly name = 'StalledStreamError';
+  readonly code = 'ERR_MCP_RX_STALLED';
+  constructor(readonly info: { readonly graceMs: number }) {
+    super(`the client took no closing frame within ${info.graceMs} ms of the close; drop the connection`);
+  }
+}
 
 /** Everything one `subscriptions/listen` stream is built from. */
 export interface ListenStreamInit {
@@ -72,6 +81,7 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
   return defer(() => {
     const opened = scheduler.now();
     let reason: StopReason = 'client_closed';
+    const closing$ = new Subject<void>();
     if (channels.start.hasSubscribers) {
       channels.start.publish({
         systemTime: opened,
@@ -88,12 +98,19 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
       closeWhen(triggers, { requestId, mode: options.closeNotice }),
       tap({
         next: (frame) => {
-          if (frame.type === 'message' && frame.closeReason !== undefined) reason = frame.closeReason;
+          if (frame.type === 'message' && frame.closeReason !== undefined) {
+            reason = frame.closeReason;
+            closing$.next();
+          }
         },
         error: () => (reason = 'error'),
       }),
       tagSubscriptionId(requestId),
       dropWhenQueueExceeds(options.listenMaxQueue, init.demand$ ?? NEVER, onDrop),
+      // A closed stream whose client never reads would otherwise hold its slot forever, waiting
+      // to write its closing frames: after one keep-alive interval it errors, and the adapter
+      // drops the connection.
+      failWhenStalled(closing$, options.keepAliveInterval, scheduler),
       finalize(() => {
         if (channels.stop.hasSubscribers) {
           channels.stop.publish({ duration: scheduler.now() - opened, filters, reason });
@@ -101,6 +118,21 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
       }),
     );
   });
+}
+
+function failWhenStalled(closing$: Observable<void>, graceMs: number, scheduler: SchedulerLike) {
+  return (source: Observable<Frame>) =>
+    new Observable<Frame>((subscriber) => {
+      subscriber.add(
+        closing$
+          .pipe(
+            take(1),
+            switchMap(() => timer(graceMs, scheduler)),
+          )
+          .subscribe(() => subscriber.error(new StalledStreamError({ graceMs }))),
+      );
+      source.subscribe(subscriber);
+    });
 }
 
 /** The merged notifications of every topic a filter names, straight from the hub. */

@@ -5,7 +5,7 @@ import { encodeFrame } from '../lib/encode.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
-import { listenStream } from '../lib/listen.js';
+import { listenStream, StalledStreamError } from '../lib/listen.js';
 import { channels, type StopEvent } from '../lib/telemetry.js';
 import { testScheduler } from './helpers/marbles.js';
 
@@ -129,6 +129,41 @@ test('a busy sink: notifications queue up to listenMaxQueue, the rest are droppe
   assert.equal(drops.length, 6);
   assert.deepEqual(drops[0], { queueLength: 4, topic: 'resource' });
   channels.drop.unsubscribe(onDrop);
+});
+
+test('a closed stream whose client never takes the closing frames errors after one keep-alive interval', () => {
+  const scheduler = testScheduler();
+  scheduler.run(({ flush }) => {
+    const demand$ = new Subject<boolean>();
+    let failedAt = -1;
+    let failure: unknown;
+    const frames: Frame[] = [];
+    listenStream({ requestId: 1, filter: {}, hub: new Hub(), scheduler, demand$, options: { maxStreamLifetime: 60_000, keepAliveInterval: 10_000 } }).subscribe({
+      next: (f) => frames.push(f),
+      error: (e) => {
+        failure = e;
+        failedAt = scheduler.now();
+      },
+    });
+    scheduler.schedule(() => demand$.next(false), 1);
+    flush();
+    assert.ok(failure instanceof StalledStreamError);
+    assert.equal(failedAt, 70_000);
+  });
+  // The same close with a client that drains: completes, no error.
+  const healthy = testScheduler();
+  healthy.run(({ flush }) => {
+    const demand$ = new Subject<boolean>();
+    let outcome = '';
+    listenStream({ requestId: 1, filter: {}, hub: new Hub(), scheduler: healthy, demand$, options: { maxStreamLifetime: 60_000, keepAliveInterval: 10_000 } }).subscribe({
+      error: () => (outcome = 'error'),
+      complete: () => (outcome = 'complete'),
+    });
+    healthy.schedule(() => demand$.next(false), 1);
+    healthy.schedule(() => demand$.next(true), 65_000);
+    flush();
+    assert.equal(outcome, 'complete');
+  });
 });
 
 test('invalid options throw at construction, naming the option', () => {

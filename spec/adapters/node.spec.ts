@@ -257,6 +257,21 @@ test('M10: a client that stops reading costs at most listenMaxQueue notification
   }
 });
 
+test('a stalled client cannot hold its slot past the close', async () => {
+  await withServer({ maxStreamLifetime: 300, keepAliveInterval: 100 }, async ({ url, hub, endpoint }) => {
+    const uris = Array.from({ length: 100 }, (_, i) => `file:///${'y'.repeat(4000)}/${i}`);
+    const stalled = net.connect(Number(new URL(url).port), '127.0.0.1');
+    const body = listenBody('s', { resourceSubscriptions: uris });
+    stalled.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    stalled.pause();
+    await eventually(() => endpoint.stats.streams === 1, 3000, 'the stream to open');
+    for (let round = 0; round < 60; round++) for (const uri of uris) hub.notifyResourceUpdated(uri);
+    await eventually(() => endpoint.stats.streams === 0, 3000, 'the stalled stream to be dropped');
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    stalled.destroy();
+  });
+});
+
 test('M14: abrupt disconnects release slots, principals and hub topics', async () => {
   await withServer({ authenticate: byHeader }, async ({ url, hub, endpoint }) => {
     const conns = await Promise.all(
