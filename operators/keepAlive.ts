@@ -1,5 +1,5 @@
-import { asyncScheduler, dematerialize, interval, map, materialize, merge } from 'rxjs';
-import type { MonoTypeOperatorFunction, NextNotification, SchedulerLike } from 'rxjs';
+import { asyncScheduler, interval, Observable } from 'rxjs';
+import type { MonoTypeOperatorFunction, SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import { KEEP_ALIVE } from '../lib/frame.js';
 import type { Frame } from '../lib/frame.js';
@@ -8,7 +8,6 @@ import type { Frame } from '../lib/frame.js';
 // flood the socket with keep-alives.
 const MAX_TIMER_DELAY = 2_147_483_647;
 
-const TICK: NextNotification<Frame> = Object.freeze({ kind: 'N', value: KEEP_ALIVE });
 
 /**
  * Interleaves a keep-alive comment (`:\r\n`) every `intervalMs` with the source's frames, for as
@@ -37,8 +36,12 @@ export function keepAlive(intervalMs: number, scheduler: SchedulerLike = asyncSc
   if (!Number.isInteger(intervalMs) || intervalMs <= 0 || intervalMs > MAX_TIMER_DELAY) {
     throw new InvalidOptionError('keepAlive intervalMs', 'a positive integer of milliseconds (at most 2147483647)', intervalMs);
   }
-  const ticks = interval(intervalMs, scheduler).pipe(map(() => TICK));
-  // The source's end travels as a value (materialize) so that it ends the merged stream, ticks
-  // included; a plain merge would wait for the never-ending ticks.
-  return (source) => merge(source.pipe(materialize()), ticks).pipe(dematerialize());
+  // Hand-written rather than `merge(materialize…)`: this sits on the per-frame path of every stream,
+  // and the subscriber handed straight to the source costs no allocation per frame. The source's
+  // end ends the subscriber, which releases the ticks; unsubscribing stops a synchronous source.
+  return (source) =>
+    new Observable<Frame>((subscriber) => {
+      subscriber.add(interval(intervalMs, scheduler).subscribe(() => subscriber.next(KEEP_ALIVE)));
+      source.subscribe(subscriber);
+    });
 }
