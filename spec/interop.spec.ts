@@ -9,24 +9,13 @@ import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport, type ClientOptions } from '@modelcontextprotocol/client';
 import { test } from 'uvu';
 import { startReferenceServer, type ReferenceServer, type ReferenceServerOptions } from '../adapters/reference/server.js';
+import { within } from './helpers/wait.js';
 
 const PROTOCOL_VERSION = '2026-07-28';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 /** Bound of every wait in this file: fail instead of hanging. */
 const WAIT_MS = 4_000;
 
-/** Rejects when `promise` has not settled within `ms` milliseconds of real time. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Polls `predicate` every 10 ms; rejects after `ms`. */
 async function until(predicate: () => boolean, ms: number, what: string): Promise<void> {

@@ -1,15 +1,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { InvalidOptionError } from '../lib/errors.js';
-import { notificationFrame, type MessageFrame } from '../lib/frame.js';
+import { type MessageFrame } from '../lib/frame.js';
 import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
+import { updated } from './helpers/frames.js';
 
-const updated = (uri: string): MessageFrame =>
-  notificationFrame(
-    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } },
-    'resource',
-    `notifications/resources/updated ${uri}`,
-  );
 const ids = (frames: readonly MessageFrame[]): (string | undefined)[] => frames.map((frame) => frame.eventId);
 
 /** A buffer of capacity 5 that has seen `count` frames (ids 1..count). */

@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import { ListenClientError, listen, openSse } from '../../adapters/client.js';
 import type { ParsedSseEvent } from '../../adapters/sseParser.js';
 import { InvalidOptionError } from '../../lib/errors.js';
+import { within } from '../helpers/wait.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
@@ -60,18 +61,6 @@ function collect<T>(source: Observable<T>, ms = 2000): Promise<Outcome<T>> {
   );
 }
 
-/** Rejects when `promise` has not settled within `ms` milliseconds of real time. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;

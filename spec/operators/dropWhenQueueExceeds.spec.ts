@@ -6,13 +6,8 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import { controlFrame, KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../../lib/frame.js';
 import { dropWhenQueueExceeds } from '../../operators/dropWhenQueueExceeds.js';
 import { testScheduler } from '../helpers/marbles.js';
+import { updated } from '../helpers/frames.js';
 
-const updated = (uri: string): MessageFrame =>
-  notificationFrame(
-    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } },
-    'resource',
-    `notifications/resources/updated ${uri}`,
-  );
 const toolsChanged = (): MessageFrame =>
   notificationFrame({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'tools');
 const cancelled = (reason: string): MessageFrame =>

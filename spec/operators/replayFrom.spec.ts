@@ -2,19 +2,12 @@ import { test } from 'uvu';
 import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
 import { EMPTY, Observable, Subject, take } from 'rxjs';
-import { KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../../lib/frame.js';
+import { KEEP_ALIVE, type Frame, type MessageFrame } from '../../lib/frame.js';
 import { ReplayBuffer } from '../../lib/replayBuffer.js';
 import { replayFrom } from '../../operators/replayFrom.js';
 import { testScheduler } from '../helpers/marbles.js';
+import { updated, eventIds } from '../helpers/frames.js';
 
-const updated = (uri: string): MessageFrame =>
-  notificationFrame(
-    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } },
-    'resource',
-    `notifications/resources/updated ${uri}`,
-  );
-const eventIds = (frames: readonly Frame[]): (string | undefined)[] =>
-  frames.map((frame) => (frame.type === 'message' ? frame.eventId : ':'));
 
 /** A legacy session: a log of capacity 5 that has stamped `count` frames, and its live feed. */
 function session(count: number, capacity = 5) {

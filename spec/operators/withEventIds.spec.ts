@@ -2,19 +2,12 @@ import { test } from 'uvu';
 import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
 import { of, take } from 'rxjs';
-import { controlFrame, KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../../lib/frame.js';
+import { controlFrame, KEEP_ALIVE, type Frame } from '../../lib/frame.js';
 import { ReplayBuffer } from '../../lib/replayBuffer.js';
 import { withEventIds } from '../../operators/withEventIds.js';
 import { testScheduler } from '../helpers/marbles.js';
+import { updated, eventIds } from '../helpers/frames.js';
 
-const updated = (uri: string): MessageFrame =>
-  notificationFrame(
-    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } },
-    'resource',
-    `notifications/resources/updated ${uri}`,
-  );
-const eventIds = (frames: readonly Frame[]): (string | undefined)[] =>
-  frames.map((frame) => (frame.type === 'message' ? frame.eventId : ':'));
 
 test('stamps message frames with increasing ids and passes comments without one', () => {
   testScheduler().run(({ cold, expectObservable }) => {
