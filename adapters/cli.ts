@@ -33,10 +33,6 @@ function positive(flag: string, value: string): number {
 }
 
 async function serve(argv: string[]): Promise<void> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -83,10 +79,6 @@ async function serve(argv: string[]): Promise<void> {
 }
 
 async function watch(argv: string[]): Promise<void> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
   const { values, positionals } = parseArgs({
     args: argv,
     strict: true,
@@ -130,6 +122,10 @@ async function watch(argv: string[]): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   switch (command) {
     case 'serve':
       return serve(rest);
