@@ -300,13 +300,21 @@ test('a new subdirectory with a file inside is picked up and watched', async () 
   const u = files.rootUri;
   await fsp.mkdir(path.join(dir, 'sub', 'deep'), { recursive: true });
   await fsp.writeFile(path.join(dir, 'sub', 'deep', 'f.txt'), 'one');
-  assert.equal(await settle(seen, 'the new directory'), [{ kind: 'listChanged', uris: [`${u}sub/deep/`, `${u}sub/`, u] }]);
+  const created = await settle(seen, 'the new directory');
+  assert.equal(created[0], { kind: 'listChanged', uris: [`${u}sub/deep/`, `${u}sub/`, u] });
+  // The write right after mkdir can also arrive as a content change of the new file, depending on
+  // whether the new directory's watcher was already up when it landed: allowed, nothing else is.
+  for (const extra of created.slice(1)) {
+    assert.equal(extra, { kind: 'updated', uris: [`${u}sub/deep/f.txt`, `${u}sub/deep/`, `${u}sub/`, u] });
+  }
   assert.ok(files.isSubscribable(`${u}sub/deep/f.txt`));
 
   await fsp.writeFile(path.join(dir, 'sub', 'deep', 'f.txt'), 'two');
-  assert.equal(await settle(seen, 'the write in the new directory'), [
-    { kind: 'updated', uris: [`${u}sub/deep/f.txt`, `${u}sub/deep/`, `${u}sub/`, u] },
-  ]);
+  const written = await settle(seen, 'the write in the new directory');
+  assert.ok(written.length >= 1);
+  for (const change of written) {
+    assert.equal(change, { kind: 'updated', uris: [`${u}sub/deep/f.txt`, `${u}sub/deep/`, `${u}sub/`, u] });
+  }
 
   // rm -rf reports the file, then each directory: their events may settle in one batch or several.
   await fsp.rm(path.join(dir, 'sub'), { recursive: true });
