@@ -253,18 +253,21 @@ test('clientDeclaresTasks: anything else declares nothing', () => {
 
 /* The honoured subset */
 
+/** A listen asking for every field, from a client that declares the tasks extension. */
+const EVERY_FIELD = {
+  notifications: {
+    toolsListChanged: true,
+    promptsListChanged: true,
+    resourcesListChanged: true,
+    resourceSubscriptions: ['file:///a'],
+    taskIds: ['t'],
+  },
+  _meta: TASKS_META,
+};
+
 test('honours every field when every capability is advertised', () => {
   const filter = parseListenFilter(
-    {
-      notifications: {
-        toolsListChanged: true,
-        promptsListChanged: true,
-        resourcesListChanged: true,
-        resourceSubscriptions: ['file:///a'],
-        taskIds: ['t'],
-      },
-      _meta: TASKS_META,
-    },
+    EVERY_FIELD,
     ALL,
   );
   deepStrictEqual(filter, {
@@ -277,16 +280,7 @@ test('honours every field when every capability is advertised', () => {
 });
 
 test('each field is honoured only under its own capability', () => {
-  const params = {
-    notifications: {
-      toolsListChanged: true,
-      promptsListChanged: true,
-      resourcesListChanged: true,
-      resourceSubscriptions: ['file:///a'],
-      taskIds: ['t'],
-    },
-    _meta: TASKS_META,
-  };
+  const params = EVERY_FIELD;
   deepStrictEqual(parseListenFilter(params, {}), {});
   deepStrictEqual(parseListenFilter(params, { tools: true }), { toolsListChanged: true });
   deepStrictEqual(parseListenFilter(params, { prompts: true }), { promptsListChanged: true });
