@@ -7,7 +7,7 @@ import type { Hub } from './hub.js';
 import { ErrorCode, isJsonRpcId, JsonRpcError, type JsonRpcId } from './jsonrpc.js';
 import { listenStream } from './listen.js';
 import { positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from './options.js';
-import { PrincipalRegistry } from './principals.js';
+import { PrincipalRegistry, type PrincipalCap } from './principals.js';
 import { StreamSlots } from './slots.js';
 
 /** Response headers of every SSE stream (DESIGN M5). */
@@ -77,6 +77,8 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly subscribeHook?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   /** Other JSON-RPC methods, answered with a single JSON response. */
   readonly methods?: Readonly<Record<string, MethodHandler>>;
+  /** The per-principal cap to admit listens through (e.g. a cluster-wide one); defaults to a {@link PrincipalRegistry} of `maxListensPerPrincipal`. */
+  readonly principals?: PrincipalCap;
   /** A shared server-wide slot pool (e.g. also used by streamed `tools/call`); defaults to a pool of `maxStreams`. */
   readonly slots?: StreamSlots;
   /** Largest accepted request body, in bytes; larger ones get HTTP 413. Defaults to 1 048 576 (1 MiB). */
@@ -96,7 +98,7 @@ export interface EndpointStats {
 }
 
 const KNOWN_OPTIONS = new Set([
-  'hub', 'capabilities', 'authenticate', 'canRead', 'subscribeHook', 'methods', 'slots', 'maxBodyBytes', 'scheduler',
+  'hub', 'capabilities', 'authenticate', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams',
 ]);
@@ -119,7 +121,7 @@ const KNOWN_OPTIONS = new Set([
 export class McpEndpoint {
   readonly hub: Hub;
   readonly slots: StreamSlots;
-  readonly principals: PrincipalRegistry;
+  readonly principals: PrincipalCap;
   readonly listenOptions: Readonly<ListenOptions>;
   readonly capabilities: ServerCapabilities;
   readonly maxBodyBytes: number;
@@ -139,7 +141,7 @@ export class McpEndpoint {
     const limits = resolveStreamLimits({ maxListensPerPrincipal: options.maxListensPerPrincipal, maxStreams: options.maxStreams });
     this.hub = options.hub;
     this.slots = options.slots ?? new StreamSlots(limits.maxStreams);
-    this.principals = new PrincipalRegistry(limits.maxListensPerPrincipal);
+    this.principals = options.principals ?? new PrincipalRegistry(limits.maxListensPerPrincipal);
     this.capabilities = options.capabilities ?? { tools: true, prompts: true, resources: true };
     this.maxBodyBytes = options.maxBodyBytes === undefined ? 1_048_576 : positiveInteger('maxBodyBytes', options.maxBodyBytes);
     this.#scheduler = options.scheduler ?? asyncScheduler;

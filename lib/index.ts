@@ -55,7 +55,7 @@ export type { EndpointRequest, EndpointResponse, EndpointStats, McpEndpointOptio
 export { StreamSlots } from './slots.js';
 export type { Slot } from './slots.js';
 export { PrincipalRegistry } from './principals.js';
-export type { Admission } from './principals.js';
+export type { Admission, PrincipalCap } from './principals.js';
 export { addressBucket, anonymous, AuthError } from './auth.js';
 export type { AuthInfo } from './auth.js';
 

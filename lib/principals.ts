@@ -9,6 +9,23 @@ export interface Admission {
   release(): void;
 }
 
+/**
+ * The per-principal cap an endpoint admits streams through. {@link PrincipalRegistry} is the
+ * in-process implementation; a cluster-wide one (e.g. on Redis) implements the same contract:
+ * `admit` is synchronous and always admits; when the principal is over the cap, its oldest
+ * streams (anywhere) are told to close through their `superseded$`.
+ */
+export interface PrincipalCap {
+  /** The cap of live streams per principal. */
+  readonly maxPerPrincipal: number;
+  /** Principals with at least one live stream on this node (for leak checks). */
+  readonly size: number;
+  /** Live streams of `principal` on this node. */
+  count(principal: string): number;
+  /** Admits a new stream for `principal`; see {@link PrincipalRegistry.admit}. */
+  admit(principal: string): Admission;
+}
+
 interface Entry {
   readonly signal: Subject<void>;
   live: boolean;
@@ -29,7 +46,7 @@ interface Entry {
  * listenStream({ ..., supersede$: admission.superseded$ }).pipe(finalize(() => admission.release()));
  * @param maxPerPrincipal the cap; a positive integer; defaults to 4.
  */
-export class PrincipalRegistry {
+export class PrincipalRegistry implements PrincipalCap {
   readonly maxPerPrincipal: number;
   readonly #streams = new Map<string, Entry[]>();
 
