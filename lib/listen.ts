@@ -1,4 +1,4 @@
-import { asyncScheduler, defer, finalize, merge, NEVER, Observable, type SchedulerLike, Subject, switchMap, take, tap, timer } from 'rxjs';
+import { asyncScheduler, defer, finalize, merge, NEVER, Observable, type SchedulerLike, Subject, tap } from 'rxjs';
 import { ackThenNotify } from '../operators/ackThenNotify.js';
 import { closeWhen, type CloseTrigger } from '../operators/closeWhen.js';
 import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
@@ -10,16 +10,10 @@ import { controlFrame, type Frame, type MessageFrame } from './frame.js';
 import type { Hub } from './hub.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import { resolveListenOptions, type ListenOptions } from './options.js';
+import { failWhenStalled } from './stallGuard.js';
 import { channels, type StopReason } from './telemetry.js';
 
-/** The stream closed but its client did not take the closing frames within the grace period. */
-export class StalledStreamError extends Error {
-  override readonly name = 'StalledStreamError';
-  readonly code = 'ERR_MCP_RX_STALLED';
-  constructor(readonly info: { readonly graceMs: number }) {
-    super(`the client took no closing frame within ${info.graceMs} ms of the close; drop the connection`);
-  }
-}
+export { StalledStreamError } from './stallGuard.js';
 
 /** Everything one `subscriptions/listen` stream is built from. */
 export interface ListenStreamInit {
@@ -118,21 +112,6 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
       }),
     );
   });
-}
-
-function failWhenStalled(closing$: Observable<void>, graceMs: number, scheduler: SchedulerLike) {
-  return (source: Observable<Frame>) =>
-    new Observable<Frame>((subscriber) => {
-      subscriber.add(
-        closing$
-          .pipe(
-            take(1),
-            switchMap(() => timer(graceMs, scheduler)),
-          )
-          .subscribe(() => subscriber.error(new StalledStreamError({ graceMs }))),
-      );
-      source.subscribe(subscriber);
-    });
 }
 
 /** The merged notifications of every topic a filter names, straight from the hub. */

@@ -183,7 +183,8 @@ export function positiveInteger(name: string, value: unknown, unit?: string): nu
   throw new InvalidOptionError(name, unit === undefined ? 'a positive integer' : `a positive integer of ${unit}`, value);
 }
 
-function milliseconds(name: string, value: unknown): number {
+/** Like {@link positiveInteger} for a duration in milliseconds, also capped at {@link MAX_TIMER_DELAY}. */
+export function milliseconds(name: string, value: unknown): number {
   const delay = positiveInteger(name, value, 'milliseconds');
   if (delay > MAX_TIMER_DELAY) {
     throw new InvalidOptionError(name, `a positive integer of milliseconds no greater than ${MAX_TIMER_DELAY}`, value);
