@@ -1,14 +1,28 @@
-import { asyncScheduler, defer, finalize, type Observable, type SchedulerLike, Subject } from 'rxjs';
+import { asyncScheduler, defer, finalize, type Observable, type SchedulerLike, Subject, timer } from 'rxjs';
 import { anonymous, AuthError, type AuthInfo } from './auth.js';
 import { InvalidOptionError } from './errors.js';
 import { authorizeListenFilter, parseListenFilter, type ServerCapabilities } from './filter.js';
 import type { Frame } from './frame.js';
+import { HttpError } from './httpError.js';
 import type { Hub } from './hub.js';
 import { ErrorCode, isJsonRpcId, JsonRpcError, type JsonRpcId } from './jsonrpc.js';
+import {
+  LegacySessions,
+  type LiveSession,
+  resolveSessionOptions,
+  type ServerInfo,
+  type SessionOptions,
+  type SessionStats,
+} from './legacy.js';
 import { listenStream } from './listen.js';
-import { positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from './options.js';
+import { milliseconds, positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from './options.js';
 import { PrincipalRegistry, type PrincipalCap } from './principals.js';
+import { hubResources, type ResourceProvider } from './resources.js';
+import { MemorySessionStore, type SessionStore } from './session.js';
 import { StreamSlots } from './slots.js';
+
+/** The protocol revision of the modern era (`subscriptions/listen`). */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
 
 /** Response headers of every SSE stream (DESIGN M5). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -41,6 +55,8 @@ export interface ParsedBody {
 export interface RequestContext {
   readonly auth: AuthInfo;
   readonly request: EndpointRequest;
+  /** The legacy session the request belongs to; absent on the modern path (2026-07-28). */
+  readonly session?: { readonly id: string; readonly protocolVersion: string };
 }
 
 /** A non-streaming JSON-RPC method: returns the `result` object, or throws a {@link JsonRpcError}. */
@@ -64,7 +80,7 @@ export type EndpointResponse =
     };
 
 /** Options of {@link McpEndpoint}. Every number is validated at construction (DESIGN M13). */
-export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<StreamLimits> {
+export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
   /** Where notifications come from. */
   readonly hub: Hub;
   /** What the server advertises; a listen honours only these. Defaults to tools, prompts and resources. */
@@ -85,6 +101,44 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly maxBodyBytes?: number;
   /** Where time comes from; defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
+  /**
+   * Milliseconds a client gets to send a whole request body; slower ones get HTTP 408 and the
+   * connection is closed, so a client that trickles bytes cannot hold the server. Defaults to 10 000.
+   */
+  readonly bodyTimeout?: number;
+  /**
+   * DNS-rebinding protection (for servers bound to localhost): the accepted `Host` header values.
+   * An entry without a port (`localhost`) accepts any port. Any other Host gets HTTP 403 before
+   * anything else is looked at. Default: no check (see {@link localhostHosts}).
+   */
+  readonly allowedHosts?: readonly string[];
+  /**
+   * The accepted `Origin` header values: an entry with a scheme (`https://app.example`) matches
+   * exactly, one without (`localhost`) matches that host name on any scheme and port. A request
+   * with another Origin gets HTTP 403; one without Origin (not a browser) passes. Default: no check.
+   */
+  readonly allowedOrigins?: readonly string[];
+  /** Serve the legacy era (2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
+  readonly legacy?: boolean;
+  /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
+  readonly sessionStore?: SessionStore;
+  /**
+   * Who serves legacy `resources/subscribe`, asked in order. Defaults to one {@link hubResources}
+   * provider that accepts every URI and reads with `canRead`.
+   */
+  readonly resourceProviders?: readonly ResourceProvider[];
+  /** The legacy `initialize` result's `serverInfo`; defaults to `{ name: 'mcp-rx-streams', version: '0.1.0' }`. */
+  readonly serverInfo?: ServerInfo;
+  /** The legacy `initialize` result's `instructions`; default none. */
+  readonly instructions?: string;
+  /** More legacy capabilities to advertise next to tools/prompts/resources (e.g. `{ logging: {} }`). */
+  readonly extraCapabilities?: Readonly<Record<string, unknown>>;
+  /**
+   * Milliseconds a legacy `resources/subscribe` that finds no live GET stream waits for one to
+   * open before answering `-32602` (official clients open the GET without waiting for it, so
+   * their first subscribe can overtake it). 0 answers at once. Defaults to 1000.
+   */
+  readonly subscribeStreamWait?: number;
 }
 
 /** Counts of what an endpoint holds now (for leak checks and metrics). */
@@ -95,13 +149,21 @@ export interface EndpointStats {
   readonly slots: number;
   /** Principals with at least one live stream. */
   readonly principals: number;
+  /** Legacy sessions held on this node (live, or in their grace period, or idle until evicted). */
+  readonly sessions: number;
+  /** Live change-source subscriptions of legacy sessions (resource URIs, and one per session for list changes). */
+  readonly sessionSubscriptions: number;
 }
 
 const KNOWN_OPTIONS = new Set([
   'hub', 'capabilities', 'authenticate', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'closeNotice',
-  'maxListensPerPrincipal', 'maxStreams',
+  'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
+  'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
+  'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait',
 ]);
+
+const NO_SESSIONS: SessionStats = Object.freeze({ sessions: 0, streams: 0, subscriptions: 0 });
 
 /**
  * The transport-neutral MCP endpoint (modern era, protocol revision 2026-07-28): one code path
@@ -125,7 +187,12 @@ export class McpEndpoint {
   readonly listenOptions: Readonly<ListenOptions>;
   readonly capabilities: ServerCapabilities;
   readonly maxBodyBytes: number;
+  /** Milliseconds a request body may take to arrive (see {@link McpEndpointOptions.bodyTimeout}). */
+  readonly bodyTimeout: number;
   readonly #options: McpEndpointOptions;
+  readonly #legacy: LegacySessions | undefined;
+  readonly #allowDelete: boolean;
+  readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
   readonly #scheduler: SchedulerLike;
   readonly #shutdown = new Subject<void>();
   #streams = 0;
@@ -144,13 +211,53 @@ export class McpEndpoint {
     this.principals = options.principals ?? new PrincipalRegistry(limits.maxListensPerPrincipal);
     this.capabilities = options.capabilities ?? { tools: true, prompts: true, resources: true };
     this.maxBodyBytes = options.maxBodyBytes === undefined ? 1_048_576 : positiveInteger('maxBodyBytes', options.maxBodyBytes);
+    this.bodyTimeout = options.bodyTimeout === undefined ? 10_000 : milliseconds('bodyTimeout', options.bodyTimeout);
     this.#scheduler = options.scheduler ?? asyncScheduler;
     this.#options = options;
+    this.#hostCheck = hostCheck(options.allowedHosts, options.allowedOrigins);
+    const sessionOptions = resolveSessionOptions({
+      sessionIdleTimeout: options.sessionIdleTimeout,
+      sessionGracePeriod: options.sessionGracePeriod,
+      sessionPruneInterval: options.sessionPruneInterval,
+      replayBufferSize: options.replayBufferSize,
+      allowClientSessionDelete: options.allowClientSessionDelete,
+      subscribeStreamWait: options.subscribeStreamWait,
+    });
+    this.#allowDelete = sessionOptions.allowClientSessionDelete;
+    if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
+    if (options.resourceProviders !== undefined && !Array.isArray(options.resourceProviders)) {
+      throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', options.resourceProviders);
+    }
+    const { canRead } = options;
+    this.#legacy =
+      options.legacy === false
+        ? undefined
+        : new LegacySessions({
+            hub: this.hub,
+            store: options.sessionStore ?? new MemorySessionStore(),
+            providers: options.resourceProviders ?? [hubResources(this.hub, canRead === undefined ? {} : { canRead })],
+            options: sessionOptions,
+            capabilities: this.capabilities,
+            extraCapabilities: options.extraCapabilities ?? {},
+            serverInfo: options.serverInfo ?? { name: 'mcp-rx-streams', version: '0.1.0' },
+            instructions: options.instructions,
+            keepAliveInterval: this.listenOptions.keepAliveInterval,
+            maxQueue: this.listenOptions.listenMaxQueue,
+            slots: this.slots,
+            scheduler: this.#scheduler,
+          });
   }
 
   /** What the endpoint holds now. */
   get stats(): EndpointStats {
-    return { streams: this.#streams, slots: this.slots.inUse, principals: this.principals.size };
+    const legacy = this.#legacy?.stats ?? NO_SESSIONS;
+    return {
+      streams: this.#streams + legacy.streams,
+      slots: this.slots.inUse,
+      principals: this.principals.size,
+      sessions: legacy.sessions,
+      sessionSubscriptions: legacy.subscriptions,
+    };
   }
 
   /**
@@ -162,6 +269,15 @@ export class McpEndpoint {
     this.#closed = true;
     this.#shutdown.next();
     this.#shutdown.complete();
+    this.#legacy?.close();
+  }
+
+  /**
+   * Runs the legacy prune sweep now (it also runs every `sessionPruneInterval`): sessions idle
+   * past `sessionIdleTimeout` are evicted with their streams and subscriptions.
+   */
+  async pruneSessions(): Promise<void> {
+    await this.#legacy?.prune();
   }
 
   /**
@@ -180,26 +296,120 @@ export class McpEndpoint {
   }
 
   async #handle(request: EndpointRequest): Promise<EndpointResponse> {
+    // DNS rebinding: a foreign Host or Origin is refused before anything else.
+    const refused = this.#hostCheck?.(request);
+    if (refused !== undefined) return jsonError(403, null, new JsonRpcError(ErrorCode.InvalidRequest, refused));
+    const legacy = this.#legacy;
+    const sessionId = request.header('mcp-session-id');
+    if (legacy !== undefined && sessionId !== undefined) return this.#session(legacy, sessionId, request);
     if (request.method !== 'POST') {
-      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use POST`), { Allow: 'POST' });
+      if (legacy !== undefined && (request.method === 'GET' || request.method === 'DELETE')) {
+        return jsonError(400, null, missingSession());
+      }
+      const allow = legacy === undefined ? 'POST' : 'POST, GET, DELETE';
+      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use ${allow}`), { Allow: allow });
     }
     const auth = await this.#authenticate(request);
-    const message = parseEnvelope(await readJson(request.body, request.header('content-length'), this.maxBodyBytes));
+    const message = parseEnvelope(await this.#readBody(request));
+    if (legacy !== undefined && message.method === 'initialize') {
+      if (message.id === undefined) return { kind: 'empty', status: 202, headers: {} };
+      try {
+        const { id, result } = await legacy.initialize(message.params, auth);
+        return json(200, { jsonrpc: '2.0', id: message.id, result }, { 'Mcp-Session-Id': id });
+      } catch (error) {
+        if (error instanceof JsonRpcError) return jsonError(200, message.id, error);
+        throw error;
+      }
+    }
+    const version = request.header('mcp-protocol-version');
+    if (legacy !== undefined && version !== undefined && version !== MODERN_PROTOCOL_VERSION) {
+      // A legacy client's request outside any session.
+      throw new HttpError(400, missingSession(), {}, message.id ?? null);
+    }
     if (message.id === undefined) return { kind: 'empty', status: 202, headers: {} };
     const context: RequestContext = { auth, request };
     if (message.method === 'subscriptions/listen') return this.#listen(message.id, message.params, request, context);
-    const handler = this.#options.methods?.[message.method];
-    if (handler === undefined || !Object.hasOwn(this.#options.methods!, message.method)) {
-      return jsonError(404, message.id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${message.method}`));
+    return this.#call(message.id, message.method, message.params, context);
+  }
+
+  /** A request inside a legacy session (DESIGN L1–L10): POST, GET (the stream) or DELETE. */
+  async #session(legacy: LegacySessions, sessionId: string, request: EndpointRequest): Promise<EndpointResponse> {
+    if (request.method !== 'POST' && request.method !== 'GET' && request.method !== 'DELETE') {
+      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use POST, GET or DELETE`), {
+        Allow: 'POST, GET, DELETE',
+      });
+    }
+    if (request.method === 'DELETE' && !this.#allowDelete) {
+      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, 'this server does not let clients end sessions'), { Allow: 'POST, GET' });
+    }
+    const auth = await this.#authenticate(request);
+    const session = await legacy.resolve(sessionId, auth);
+    const context: RequestContext = { auth, request, session: { id: session.id, protocolVersion: session.protocolVersion } };
+    switch (request.method) {
+      case 'DELETE':
+        await legacy.end(session);
+        return { kind: 'empty', status: 204, headers: {} };
+      case 'GET':
+        return this.#sessionStream(legacy, session, request, context);
+    }
+    const message = parseEnvelope(await this.#readBody(request));
+    if (message.id === undefined) return { kind: 'empty', status: 202, headers: {} };
+    const { id, method, params } = message;
+    try {
+      switch (method) {
+        case 'initialize':
+          throw new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized');
+        case 'subscriptions/listen':
+          throw new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method} (legacy sessions use resources/subscribe)`);
+        case 'resources/subscribe':
+          return json(200, { jsonrpc: '2.0', id, result: await legacy.subscribe(session, params, context) });
+        case 'resources/unsubscribe':
+          return json(200, { jsonrpc: '2.0', id, result: await legacy.unsubscribe(session, params) });
+      }
+    } catch (error) {
+      if (error instanceof JsonRpcError) return jsonError(200, id, error);
+      return jsonError(200, id, new JsonRpcError(ErrorCode.InternalError, `${method} failed`));
+    }
+    // Streamable HTTP (2025-06-18 / 2025-11-25) answers JSON-RPC errors with HTTP 200.
+    return this.#call(id, method, params, context, 200);
+  }
+
+  #sessionStream(legacy: LegacySessions, session: LiveSession, request: EndpointRequest, context: RequestContext): EndpointResponse {
+    if (!acceptsEventStream(request.header('accept'))) {
+      return jsonError(406, null, new JsonRpcError(ErrorCode.InvalidRequest, 'the GET stream requires Accept: text/event-stream'));
+    }
+    const stream = legacy.stream(session, request.header('last-event-id'), context, this.#shutdown);
+    if (stream === undefined) {
+      return jsonError(503, null, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
+    }
+    return { kind: 'stream', status: 200, headers: SSE_HEADERS, ...stream };
+  }
+
+  /** A plain JSON-RPC method from the `methods` option. */
+  async #call(
+    id: JsonRpcId,
+    method: string,
+    params: Envelope['params'],
+    context: RequestContext,
+    notFoundStatus = 404,
+  ): Promise<EndpointResponse> {
+    const methods = this.#options.methods;
+    const handler = methods?.[method];
+    if (handler === undefined || !Object.hasOwn(methods!, method)) {
+      return jsonError(notFoundStatus, id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method}`));
     }
     try {
-      const result = await handler(message.params, context);
-      return json(200, { jsonrpc: '2.0', id: message.id, result: result ?? {} });
+      const result = await handler(params, context);
+      return json(200, { jsonrpc: '2.0', id, result: result ?? {} });
     } catch (error) {
-      if (error instanceof JsonRpcError) return jsonError(200, message.id, error);
-      if (error instanceof HttpError) return jsonError(error.status, message.id, error.rpc, error.headers);
-      return jsonError(200, message.id, new JsonRpcError(ErrorCode.InternalError, `${message.method} failed`));
+      if (error instanceof JsonRpcError) return jsonError(200, id, error);
+      if (error instanceof HttpError) return jsonError(error.status, id, error.rpc, error.headers);
+      return jsonError(200, id, new JsonRpcError(ErrorCode.InternalError, `${method} failed`));
     }
+  }
+
+  #readBody(request: EndpointRequest): Promise<unknown> {
+    return readJson(request.body, request.header('content-length'), this.maxBodyBytes, this.bodyTimeout, this.#scheduler);
   }
 
   async #authenticate(request: EndpointRequest): Promise<AuthInfo> {
@@ -277,18 +487,6 @@ export class McpEndpoint {
   }
 }
 
-/** An error that carries its HTTP status (413, 400, 401…) and, when readable, the request id. */
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly rpc: JsonRpcError,
-    readonly headers: Readonly<Record<string, string>> = {},
-    readonly id: JsonRpcId | null = null,
-  ) {
-    super(rpc.message);
-  }
-}
-
 interface Envelope {
   readonly id: JsonRpcId | undefined;
   readonly method: string;
@@ -312,7 +510,13 @@ function parseEnvelope(value: unknown): Envelope {
   return { id: 'id' in message ? (message.id as JsonRpcId) : undefined, method: message.method, params: params as Envelope['params'] };
 }
 
-async function readJson(body: EndpointRequest['body'], contentLength: string | undefined, limit: number): Promise<unknown> {
+async function readJson(
+  body: EndpointRequest['body'],
+  contentLength: string | undefined,
+  limit: number,
+  timeoutMs: number,
+  scheduler: SchedulerLike,
+): Promise<unknown> {
   if (body !== undefined && typeof body === 'object' && 'parsed' in body) return body.parsed;
   const tooLarge = () => new HttpError(413, new JsonRpcError(ErrorCode.InvalidRequest, `request body exceeds ${limit} bytes`));
   if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge();
@@ -320,22 +524,99 @@ async function readJson(body: EndpointRequest['body'], contentLength: string | u
   if (body === undefined) text = '';
   else if (typeof body === 'string') text = body;
   else if (body instanceof Uint8Array) text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  else {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of body) {
-      size += chunk.byteLength;
-      if (size > limit) throw tooLarge();
-      chunks.push(chunk);
-    }
-    text = Buffer.concat(chunks).toString('utf8');
-  }
+  else text = await readStream(body, limit, tooLarge, timeoutMs, scheduler);
   if (Buffer.byteLength(text) > limit) throw tooLarge();
   try {
     return JSON.parse(text);
   } catch {
     throw new HttpError(400, new JsonRpcError(ErrorCode.ParseError, 'parse error: the body is not valid JSON'));
   }
+}
+
+/** Reads a streamed body within `limit` bytes and `timeoutMs` milliseconds (408 past it, and the connection closes). */
+async function readStream(
+  body: AsyncIterable<Uint8Array>,
+  limit: number,
+  tooLarge: () => HttpError,
+  timeoutMs: number,
+  scheduler: SchedulerLike,
+): Promise<string> {
+  const iterator = body[Symbol.asyncIterator]();
+  let expire: (error: HttpError) => void = () => {};
+  const expired = new Promise<never>((_, reject) => (expire = reject));
+  const deadline = timer(timeoutMs, scheduler).subscribe(() =>
+    expire(new HttpError(408, new JsonRpcError(ErrorCode.InvalidRequest, `the request body did not arrive within ${timeoutMs} ms`), { Connection: 'close' })),
+  );
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), expired]);
+      if (next.done === true) break;
+      size += next.value.byteLength;
+      if (size > limit) throw tooLarge();
+      chunks.push(next.value);
+    }
+  } catch (error) {
+    // Stop reading what is left of a refused body.
+    void Promise.resolve(iterator.return?.()).catch(() => {});
+    throw error;
+  } finally {
+    deadline.unsubscribe();
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function missingSession(): JsonRpcError {
+  return new JsonRpcError(ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required (send initialize first)');
+}
+
+/**
+ * The accepted `Host` names of a server bound to a loopback address: `localhost`, `127.0.0.1`
+ * and `[::1]`, on any port. Use as `allowedHosts` and `allowedOrigins` to refuse DNS-rebinding
+ * requests.
+ */
+export const localhostHosts: readonly string[] = Object.freeze(['localhost', '127.0.0.1', '[::1]']);
+
+function hostCheck(
+  allowedHosts: readonly string[] | undefined,
+  allowedOrigins: readonly string[] | undefined,
+): ((request: EndpointRequest) => string | undefined) | undefined {
+  for (const [name, list] of [['allowedHosts', allowedHosts], ['allowedOrigins', allowedOrigins]] as const) {
+    if (list !== undefined && (!Array.isArray(list) || !list.every((entry) => typeof entry === 'string' && entry !== ''))) {
+      throw new InvalidOptionError(name, 'an array of non-empty strings', list);
+    }
+  }
+  if (allowedHosts === undefined && allowedOrigins === undefined) return undefined;
+  const hosts = allowedHosts?.map((entry) => entry.toLowerCase());
+  const origins = allowedOrigins?.map((entry) => entry.toLowerCase());
+  return (request) => {
+    if (hosts !== undefined) {
+      const host = request.header('host')?.toLowerCase();
+      if (host === undefined || !hosts.some((entry) => entry === host || entry === hostName(host))) {
+        return `forbidden: Host ${JSON.stringify(host ?? '')} is not allowed`;
+      }
+    }
+    const origin = request.header('origin')?.toLowerCase();
+    if (origins !== undefined && origin !== undefined) {
+      let name: string | undefined;
+      try {
+        name = new URL(origin).host;
+      } catch {
+        name = undefined;
+      }
+      if (!origins.some((entry) => entry === origin || (name !== undefined && (entry === name || entry === hostName(name))))) {
+        return `forbidden: Origin ${JSON.stringify(origin)} is not allowed`;
+      }
+    }
+    return undefined;
+  };
+}
+
+/** `host:port` → `host`; `[::1]:80` → `[::1]`. */
+function hostName(host: string): string {
+  const match = /^(\[[^\]]*\]|[^:]*)(?::\d*)?$/.exec(host);
+  return match === null ? host : match[1]!;
 }
 
 /** True when an `Accept` header lists `text/event-stream` (with a non-zero q). */

@@ -110,13 +110,13 @@ test('bearer tokens: 401 without or with a bad or expired one; private URIs need
   });
 });
 
-test('GET and DELETE answer 405 until the legacy era is served; a listen client sees 406 as an error', async () => {
+test('GET and DELETE without a session answer 400, other methods 405; a listen client sees 406 as an error', async () => {
   await withReference({}, async ({ url }) => {
-    for (const method of ['GET', 'DELETE']) {
+    for (const [method, expected] of [['GET', 400], ['DELETE', 400], ['PUT', 405]] as const) {
       const status = await new Promise<number>((resolve, reject) => {
         http.request(url, { method, agent: false }, (res) => { res.resume(); resolve(res.statusCode!); }).on('error', reject).end();
       });
-      assert.equal(status, 405, method);
+      assert.equal(status, expected, method);
     }
     const conn = await SseConnection.open(url, '{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}', { 'content-type': 'application/json', accept: 'application/json' });
     assert.equal(conn.status, 406);

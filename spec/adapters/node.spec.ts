@@ -267,7 +267,7 @@ test('a stalled client cannot hold its slot past the close', async () => {
     await eventually(() => endpoint.stats.streams === 1, 3000, 'the stream to open');
     for (let round = 0; round < 60; round++) for (const uri of uris) hub.notifyResourceUpdated(uri);
     await eventually(() => endpoint.stats.streams === 0, 3000, 'the stalled stream to be dropped');
-    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
     stalled.destroy();
   });
 });
@@ -287,7 +287,7 @@ test('M14: abrupt disconnects release slots, principals and hub topics', async (
     assert.equal(hub.size.topics, 21);
     for (const c of conns) c.destroy();
     await eventually(() => endpoint.stats.streams === 0, 3000, 'streams to be released');
-    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
     assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
   });
 });

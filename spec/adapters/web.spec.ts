@@ -150,7 +150,7 @@ test('M1: a listen without Accept: text/event-stream gets 406 and -32600, and no
       id: 3,
       error: { code: -32600, message: 'subscriptions/listen requires Accept: text/event-stream' },
     });
-    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
   });
 });
 
@@ -163,7 +163,7 @@ test('M3: a bad filter gets a plain JSON-RPC -32602 answer naming the field', as
       id: 'q',
       error: { code: -32602, message: 'params.notifications.toolsListChanged must be a boolean' },
     });
-    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
     assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
   });
 });
@@ -194,16 +194,20 @@ test('413 for a body over maxBodyBytes, sent whole or streamed; the streamed upl
     assert.deepEqual(await json(streamed), expected);
     await eventually(() => cancelled, 3000, 'the upload to be cancelled');
     assert.ok(pulled <= 8, `read ${pulled} chunks of 256 bytes for a 1024-byte limit`);
-    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
   });
 });
 
-test('-32700 for malformed JSON; 405 with Allow: POST for GET', async () => {
+test('-32700 for malformed JSON; GET without a session 400 (legacy served) or 405 with Allow: POST (legacy: false)', async () => {
   await withEndpoint({}, async ({ handle }) => {
     const malformed = await handle(post('{"jsonrpc":'));
     assert.equal(malformed.status, 400);
     assert.deepEqual(await json(malformed), { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error: the body is not valid JSON' } });
-
+    const get = await handle(new Request(URL, { method: 'GET', headers: { accept: 'text/event-stream' } }));
+    assert.equal(get.status, 400);
+    assert.deepEqual(await json(get), { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Mcp-Session-Id header is required (send initialize first)' } });
+  });
+  await withEndpoint({ legacy: false }, async ({ handle }) => {
     const get = await handle(new Request(URL, { method: 'GET', headers: { accept: 'text/event-stream' } }));
     assert.equal(get.status, 405);
     assert.equal(get.headers.get('allow'), 'POST');
@@ -255,7 +259,7 @@ test('M7: a server-side close ends the body with cancelled, then the result, the
       await body.end();
       assert.equal(body.error, undefined);
       assert.equal(body.text, ack + updatedFrame(9, 'file:///a') + cancelledFrame(9, 'max_lifetime') + resultFrame(9));
-      assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+      assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
       assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
     });
     assert.deepEqual(stops.map((s) => s.reason), ['max_lifetime']);
@@ -349,11 +353,11 @@ test('M14: reader.cancel() unsubscribes: slot, principal and hub topics released
     await withEndpoint({}, async ({ listen, hub, endpoint }) => {
       const body = await listen(post(listenBody(1, { toolsListChanged: true, resourceSubscriptions: ['file:///a', 'file:///b'] })));
       await body.until((b) => b.messages.length >= 1, 3000, 'the ack');
-      assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 1 });
+      assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 1, sessions: 0, sessionSubscriptions: 0 });
       assert.deepEqual(hub.size, { topics: 2, subscriptions: 3 });
       await body.cancel();
       await eventually(() => endpoint.stats.streams === 0, 3000, 'the stream to be released');
-      assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+      assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
       assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
     });
     assert.deepEqual(stops.map((s) => s.reason), ['client_closed']);
@@ -367,11 +371,11 @@ test('M14: aborting the request signal unsubscribes and releases everything', as
     const controller = new AbortController();
     const body = await listen(post(listenBody(1, { resourceSubscriptions: ['file:///a'] }), { ...LISTEN_HEADERS }, { signal: controller.signal }));
     await body.until((b) => b.messages.length >= 1, 3000, 'the ack');
-    assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 1 });
+    assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 1, sessions: 0, sessionSubscriptions: 0 });
     assert.deepEqual(hub.size, { topics: 1, subscriptions: 1 });
     controller.abort();
     await eventually(() => endpoint.stats.streams === 0, 3000, 'the stream to be released');
-    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
     assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
   });
 });
@@ -383,7 +387,7 @@ test('M14: a request aborted before its response is built gets no stream and hol
     const response = await handle(post(listenBody(1, { resourceSubscriptions: ['file:///a'] }), { ...LISTEN_HEADERS }, { signal: controller.signal }));
     assert.notEqual(response.status, 200);
     assert.equal(response.headers.get('content-type'), null, 'not an SSE response');
-    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0 });
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
     assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
   });
 });
@@ -407,7 +411,7 @@ test('M8: the 5th listen from one address supersedes its first; another address 
     await other.until((b) => b.messages.length >= 1, 3000, 'the ack');
     assert.equal(endpoint.principals.count('addr:10.0.0.1'), 4);
     assert.equal(endpoint.principals.count('addr:10.0.0.2'), 1);
-    assert.deepEqual(endpoint.stats, { streams: 5, slots: 5, principals: 2 });
+    assert.deepEqual(endpoint.stats, { streams: 5, slots: 5, principals: 2, sessions: 0, sessionSubscriptions: 0 });
     await Promise.all(mine.slice(1).map((b) => b.until((x) => x.messages.length >= 1, 3000, 'the ack')));
     await Promise.all(mine.slice(1).map((b) => b.quiet(50)));
     for (const [i, b] of mine.slice(1).entries()) assert.equal(b.text, ackFrame(i + 2, { toolsListChanged: true }));

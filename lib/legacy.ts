@@ -1,0 +1,575 @@
+import { randomUUID } from 'node:crypto';
+import {
+  defer,
+  EMPTY,
+  finalize,
+  firstValueFrom,
+  from,
+  merge,
+  race,
+  type Observable,
+  type SchedulerLike,
+  Subject,
+  type Subscription,
+  timer,
+} from 'rxjs';
+import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
+import { keepAlive } from '../operators/keepAlive.js';
+import { replayFrom } from '../operators/replayFrom.js';
+import { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
+import type { AuthInfo } from './auth.js';
+import { expiresAt as tokenExpiry } from './closeTriggers.js';
+import { encodeResourceUpdated } from './encode.js';
+import type { RequestContext } from './endpoint.js';
+import { InvalidOptionError } from './errors.js';
+import type { ServerCapabilities } from './filter.js';
+import type { Frame, MessageFrame } from './frame.js';
+import { HttpError } from './httpError.js';
+import { type Hub, NotificationMethod } from './hub.js';
+import { ErrorCode, JsonRpcError } from './jsonrpc.js';
+import { milliseconds, positiveInteger } from './options.js';
+import { ReplayBuffer } from './replayBuffer.js';
+import type { ResourceProvider } from './resources.js';
+import type { SessionRecord, SessionStore } from './session.js';
+import type { StreamSlots } from './slots.js';
+import { failWhenStalled } from './stallGuard.js';
+import { channels, reportError } from './telemetry.js';
+
+/** The legacy protocol revisions a session can be initialized with, newest first. */
+export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18']);
+
+/** Options of the legacy era (DESIGN L1–L10); every duration is in milliseconds. */
+export interface SessionOptions {
+  /** A session with no request and no live GET stream for this long is evicted. Default 1 800 000 (30 min). */
+  readonly sessionIdleTimeout: number;
+  /**
+   * After a session's GET stream drops, its subscriptions keep feeding the replay buffer for this
+   * long, so a reconnect with `Last-Event-ID` gets what changed meanwhile. Default 60 000 (60 s).
+   */
+  readonly sessionGracePeriod: number;
+  /** How often the prune sweep looks for idle sessions nobody touches. Default 60 000 (1 min). */
+  readonly sessionPruneInterval: number;
+  /** How many of a session's most recent frames are kept for `Last-Event-ID` replay. Default 100. */
+  readonly replayBufferSize: number;
+  /** Whether `DELETE /mcp` ends a session (204); when false it answers 405 `Allow: POST, GET`. Default true. */
+  readonly allowClientSessionDelete: boolean;
+  /** How long a `resources/subscribe` without a live GET stream waits for one before `-32602`; 0 = not at all. Default 1000. */
+  readonly subscribeStreamWait: number;
+}
+
+/** The legacy options used where none are given. */
+export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = Object.freeze({
+  sessionIdleTimeout: 1_800_000,
+  sessionGracePeriod: 60_000,
+  sessionPruneInterval: 60_000,
+  replayBufferSize: 100,
+  allowClientSessionDelete: true,
+  subscribeStreamWait: 1_000,
+});
+
+/**
+ * Completes legacy options with their defaults and refuses values the library cannot use.
+ * @throws InvalidOptionError naming the option.
+ */
+export function resolveSessionOptions(input: Partial<SessionOptions> = {}): Readonly<SessionOptions> {
+  const pick = <K extends keyof SessionOptions>(key: K): unknown => input[key] ?? DEFAULT_SESSION_OPTIONS[key];
+  const allow = pick('allowClientSessionDelete');
+  if (typeof allow !== 'boolean') throw new InvalidOptionError('allowClientSessionDelete', 'a boolean', allow);
+  const wait = pick('subscribeStreamWait');
+  return Object.freeze({
+    sessionIdleTimeout: milliseconds('sessionIdleTimeout', pick('sessionIdleTimeout')),
+    sessionGracePeriod: milliseconds('sessionGracePeriod', pick('sessionGracePeriod')),
+    sessionPruneInterval: milliseconds('sessionPruneInterval', pick('sessionPruneInterval')),
+    replayBufferSize: positiveInteger('replayBufferSize', pick('replayBufferSize')),
+    allowClientSessionDelete: allow,
+    subscribeStreamWait: wait === 0 ? 0 : milliseconds('subscribeStreamWait', wait),
+  });
+}
+
+/** What the server says about itself in the `initialize` result. */
+export interface ServerInfo {
+  readonly name: string;
+  readonly version: string;
+  readonly [member: string]: unknown;
+}
+
+/** Everything the legacy sessions are built from (the endpoint's options, resolved). */
+export interface LegacySessionsInit {
+  readonly hub: Hub;
+  readonly store: SessionStore;
+  readonly providers: readonly ResourceProvider[];
+  readonly options: Readonly<SessionOptions>;
+  readonly capabilities: ServerCapabilities;
+  /** Extra members merged into the advertised capabilities (e.g. `logging`, `completions`). */
+  readonly extraCapabilities: Readonly<Record<string, unknown>>;
+  readonly serverInfo: ServerInfo;
+  readonly instructions: string | undefined;
+  readonly keepAliveInterval: number;
+  readonly maxQueue: number;
+  readonly slots: StreamSlots;
+  readonly scheduler: SchedulerLike;
+}
+
+/** Counts of what the legacy sessions hold on this node (for leak checks and metrics). */
+export interface SessionStats {
+  /** Sessions known on this node (live or within their grace period). */
+  readonly sessions: number;
+  /** Open GET streams. */
+  readonly streams: number;
+  /** Live resource subscriptions (change sources subscribed). */
+  readonly subscriptions: number;
+}
+
+const RESTORE_CONCURRENCY = 8;
+const STREAM_REQUIRED = 'open the GET SSE stream before subscribing to resources';
+
+/** A GET stream of a session: where its live frames go, and how the server ends it. */
+interface StreamHandle {
+  readonly feed: Subject<Frame>;
+  readonly ended: Subject<void>;
+}
+
+/** A subscribe in progress: told why it was cancelled when something overtakes it. */
+interface PendingSubscribe {
+  reason: string | undefined;
+}
+
+/** A session as this node holds it: the record plus what cannot be persisted. */
+export class LiveSession {
+  readonly id: string;
+  readonly principal: string;
+  readonly protocolVersion: string;
+  /** The persisted subscription list, kept in step with the store. */
+  uris: string[];
+  lastActivity: number;
+  readonly log: ReplayBuffer;
+  stream: StreamHandle | undefined;
+  readonly live = new Map<string, Subscription>();
+  readonly pending = new Map<string, PendingSubscribe>();
+  listChanged: Subscription | undefined;
+  grace: Subscription | undefined;
+  ended = false;
+  /** Emits when a GET stream attaches or the session ends. */
+  readonly changed = new Subject<void>();
+
+  constructor(record: SessionRecord, replayBufferSize: number) {
+    this.id = record.id;
+    this.principal = record.principal;
+    this.protocolVersion = record.protocolVersion;
+    this.uris = [...record.subscriptions];
+    this.lastActivity = record.lastActivity;
+    this.log = new ReplayBuffer(replayBufferSize);
+  }
+
+  /** Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live stream if any. */
+  push(frame: MessageFrame): void {
+    const stamped = this.log.append(frame);
+    this.stream?.feed.next(stamped);
+  }
+}
+
+/**
+ * The legacy era of an endpoint (DESIGN L1–L10): sessions, their GET SSE stream with event ids
+ * and replay, and `resources/subscribe`. The endpoint routes to it; it is not used on its own.
+ * @internal
+ */
+export class LegacySessions {
+  readonly #init: LegacySessionsInit;
+  readonly #sessions = new Map<string, LiveSession>();
+  #prune: Subscription | undefined;
+  #closed = false;
+
+  constructor(init: LegacySessionsInit) {
+    this.#init = init;
+  }
+
+  get stats(): SessionStats {
+    let streams = 0;
+    let subscriptions = 0;
+    for (const session of this.#sessions.values()) {
+      if (session.stream !== undefined) streams++;
+      subscriptions += session.live.size + (session.listChanged === undefined ? 0 : 1);
+    }
+    return { sessions: this.#sessions.size, streams, subscriptions };
+  }
+
+  /** Answers `initialize`: a new session and the result that advertises it (DESIGN L1). */
+  async initialize(params: Readonly<Record<string, unknown>> | undefined, auth: AuthInfo): Promise<{ id: string; result: unknown }> {
+    const requested = params?.protocolVersion;
+    if (typeof requested !== 'string') {
+      throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
+    }
+    const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LEGACY_PROTOCOL_VERSIONS[0]!;
+    const record: SessionRecord = {
+      id: randomUUID(),
+      principal: auth.principal,
+      protocolVersion,
+      subscriptions: [],
+      lastActivity: this.#init.scheduler.now(),
+    };
+    await this.#init.store.create(record);
+    this.#adopt(record);
+    const { capabilities, extraCapabilities, serverInfo, instructions } = this.#init;
+    const advertised: Record<string, unknown> = { ...extraCapabilities };
+    if (capabilities.tools) advertised.tools = { listChanged: true };
+    if (capabilities.prompts) advertised.prompts = { listChanged: true };
+    if (capabilities.resources) advertised.resources = { subscribe: true, listChanged: true };
+    const result: Record<string, unknown> = { protocolVersion, capabilities: advertised, serverInfo };
+    if (instructions !== undefined) result.instructions = instructions;
+    return { id: record.id, result };
+  }
+
+  /**
+   * The session a request names, after checking it exists, is not idle past its timeout and
+   * belongs to the caller; counts the request as activity (DESIGN L10).
+   * @throws HttpError 404 for an unknown or evicted session, 403 for another principal's.
+   */
+  async resolve(id: string, auth: AuthInfo): Promise<LiveSession> {
+    const now = this.#init.scheduler.now();
+    let session = this.#sessions.get(id);
+    if (session === undefined) {
+      const record = await this.#init.store.get(id);
+      if (record === undefined) throw notFound();
+      session = this.#sessions.get(id) ?? this.#adopt(record);
+    }
+    if (session.stream === undefined && now - session.lastActivity > this.#init.options.sessionIdleTimeout) {
+      await this.end(session);
+      throw notFound();
+    }
+    if (session.principal !== auth.principal) {
+      throw new HttpError(403, new JsonRpcError(ErrorCode.InvalidRequest, 'this session belongs to another principal'));
+    }
+    await this.#touch(session, now);
+    return session;
+  }
+
+  /**
+   * Opens the session's GET stream (DESIGN L7–L9): replaces a live one, replays after
+   * `lastEventId`, restores the persisted subscriptions at most 8 at a time.
+   * @returns the stream's `open`/`abandon` pair, or `undefined` when the server is full or closed.
+   */
+  stream(
+    session: LiveSession,
+    lastEventId: string | undefined,
+    context: RequestContext,
+    shutdown$: Observable<void>,
+  ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
+    const slot = this.#closed || session.ended ? undefined : this.#init.slots.tryAcquire();
+    if (slot === undefined) return undefined;
+    const { scheduler, keepAliveInterval, maxQueue } = this.#init;
+    const open = (demand$: Observable<boolean>) =>
+      defer(() => {
+        if (session.ended || this.#closed) {
+          slot.release();
+          return EMPTY;
+        }
+        this.#endStream(session);
+        const handle: StreamHandle = { feed: new Subject<Frame>(), ended: new Subject<void>() };
+        session.stream = handle;
+        session.changed.next();
+        session.grace?.unsubscribe();
+        session.grace = undefined;
+        this.#watchListChanged(session);
+        const ends: Subscription[] = [shutdown$.subscribe(() => this.#endStream(session, handle))];
+        const expiresAt = context.auth.expiresAt;
+        if (expiresAt !== undefined) {
+          ends.push(tokenExpiry(expiresAt, scheduler)(EMPTY).subscribe(() => this.#endStream(session, handle)));
+        }
+        // Restore what is on the record but not live (after a grace period ran out, or on another node).
+        const toRestore = { [Symbol.iterator]: () => session.uris.filter((uri) => !session.live.has(uri))[Symbol.iterator]() };
+        return handle.feed.pipe(
+          replayFrom(lastEventId, session.log),
+          keepAlive(keepAliveInterval, scheduler),
+          dropWhenQueueExceeds(maxQueue, demand$, onDrop),
+          restoreSubscriptions(toRestore, (uri) => this.#restore(session, uri, context, handle), RESTORE_CONCURRENCY, (uri, error) =>
+            reportError('source', new RestoreError(uri, error)),
+          ),
+          failWhenStalled(handle.ended, keepAliveInterval, scheduler),
+          finalize(() => {
+            for (const end of ends) end.unsubscribe();
+            slot.release();
+            this.#detach(session, handle);
+          }),
+        );
+      });
+    return { open, abandon: () => slot.release() };
+  }
+
+  /** `resources/subscribe` (DESIGN L2–L5): `{}` or a JSON-RPC error, never an HTTP error. */
+  async subscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
+    const uri = requireUri('resources/subscribe', params);
+    const wait = this.#init.options.subscribeStreamWait;
+    if (session.stream === undefined && wait > 0 && !session.ended) {
+      await firstValueFrom(race(session.changed, timer(wait, this.#init.scheduler)), { defaultValue: undefined });
+    }
+    const stream = session.stream;
+    if (stream === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, STREAM_REQUIRED);
+    const outcome = await this.#establish(session, uri, context, stream);
+    if (outcome !== undefined) throw outcome.error;
+    return {};
+  }
+
+  /** `resources/unsubscribe` (DESIGN L4): `{}`, also for a URI that was never subscribed. */
+  async unsubscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined): Promise<object> {
+    const uri = requireUri('resources/unsubscribe', params);
+    const pending = session.pending.get(uri);
+    if (pending !== undefined) {
+      pending.reason = 'resources/unsubscribe arrived';
+      session.pending.delete(uri);
+    }
+    session.live.get(uri)?.unsubscribe();
+    session.live.delete(uri);
+    if (session.uris.includes(uri)) {
+      session.uris = session.uris.filter((kept) => kept !== uri);
+      await this.#init.store.update(session.id, { subscriptions: session.uris });
+    }
+    return {};
+  }
+
+  /** Ends a session: its stream, its subscriptions and its record (DELETE, eviction). Idempotent. */
+  async end(session: LiveSession): Promise<void> {
+    if (!session.ended) {
+      session.ended = true;
+      session.changed.next();
+      session.changed.complete();
+      this.#sleep(session);
+      this.#endStream(session);
+      this.#sessions.delete(session.id);
+      if (this.#sessions.size === 0) this.#stopPrune();
+    }
+    await this.#init.store.delete(session.id);
+  }
+
+  /** Ends every GET stream (server shutdown) and stops the prune sweep; sessions stay on record. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stopPrune();
+    for (const session of this.#sessions.values()) {
+      this.#endStream(session);
+      this.#sleep(session);
+    }
+  }
+
+  /** One prune sweep now (it also runs every `sessionPruneInterval`): evicts idle sessions. */
+  async prune(): Promise<void> {
+    const { scheduler, store, options } = this.#init;
+    const now = scheduler.now();
+    const cutoff = now - options.sessionIdleTimeout;
+    for (const session of [...this.#sessions.values()]) {
+      if (session.stream !== undefined) await this.#touch(session, now);
+      else if (session.lastActivity < cutoff) await this.end(session);
+    }
+    for (const id of await store.idleSince(cutoff)) {
+      if (!this.#sessions.has(id)) await store.delete(id);
+    }
+  }
+
+  #adopt(record: SessionRecord): LiveSession {
+    const session = new LiveSession(record, this.#init.options.replayBufferSize);
+    this.#sessions.set(session.id, session);
+    if (this.#prune === undefined && !this.#closed) {
+      const every = this.#init.options.sessionPruneInterval;
+      this.#prune = timer(every, every, this.#init.scheduler).subscribe(() => {
+        this.prune().catch((error: unknown) => reportError('source', error));
+      });
+    }
+    return session;
+  }
+
+  #stopPrune(): void {
+    this.#prune?.unsubscribe();
+    this.#prune = undefined;
+  }
+
+  async #touch(session: LiveSession, now: number): Promise<void> {
+    session.lastActivity = now;
+    await this.#init.store.update(session.id, { lastActivity: now });
+  }
+
+  /** Ends the session's stream (only `handle` when given): its pipeline writes what it holds and completes. */
+  #endStream(session: LiveSession, handle: StreamHandle | undefined = session.stream): void {
+    if (handle === undefined || session.stream !== handle) return;
+    session.stream = undefined;
+    handle.ended.next();
+    handle.ended.complete();
+    handle.feed.complete();
+  }
+
+  /** A stream's pipeline ended (any reason): the session waits for a reconnect for the grace period. */
+  #detach(session: LiveSession, handle: StreamHandle): void {
+    this.#endStream(session, handle);
+    if (session.ended || this.#closed || session.stream !== undefined) return;
+    session.lastActivity = this.#init.scheduler.now();
+    Promise.resolve(this.#init.store.update(session.id, { lastActivity: session.lastActivity })).catch((error: unknown) =>
+      reportError('source', error),
+    );
+    session.grace?.unsubscribe();
+    session.grace = timer(this.#init.options.sessionGracePeriod, this.#init.scheduler).subscribe(() => {
+      session.grace = undefined;
+      if (session.stream === undefined) this.#sleep(session);
+    });
+  }
+
+  /** Releases the session's live subscriptions (they stay on the record, restored on the next GET). */
+  #sleep(session: LiveSession): void {
+    session.grace?.unsubscribe();
+    session.grace = undefined;
+    session.listChanged?.unsubscribe();
+    session.listChanged = undefined;
+    for (const subscription of session.live.values()) subscription.unsubscribe();
+    session.live.clear();
+    for (const pending of session.pending.values()) pending.reason ??= 'the GET stream closed';
+    session.pending.clear();
+  }
+
+  #watchListChanged(session: LiveSession): void {
+    if (session.listChanged !== undefined) return;
+    const { hub, capabilities } = this.#init;
+    const sources: Observable<MessageFrame>[] = [];
+    if (capabilities.tools) sources.push(hub.topic({ topic: 'tools' }));
+    if (capabilities.prompts) sources.push(hub.topic({ topic: 'prompts' }));
+    if (capabilities.resources) sources.push(hub.topic({ topic: 'resources' }));
+    if (sources.length === 0) return;
+    session.listChanged = merge(...sources).subscribe((frame) => session.push(frame));
+  }
+
+  async #restore(session: LiveSession, uri: string, context: RequestContext, stream: StreamHandle): Promise<void> {
+    const outcome = await this.#establish(session, uri, context, stream);
+    if (outcome === undefined) return;
+    if (outcome.drop) {
+      session.uris = session.uris.filter((kept) => kept !== uri);
+      await this.#init.store.update(session.id, { subscriptions: session.uris });
+      return;
+    }
+    throw outcome.error;
+  }
+
+  /**
+   * Subscribes `uri`'s change source into the session's feed. Returns nothing on success, else the
+   * error and whether the URI should leave the record (no longer subscribable or readable).
+   */
+  async #establish(
+    session: LiveSession,
+    uri: string,
+    context: RequestContext,
+    stream: StreamHandle,
+  ): Promise<{ readonly error: JsonRpcError; readonly drop: boolean } | undefined> {
+    const pending: PendingSubscribe = { reason: undefined };
+    const overtaken = session.pending.get(uri);
+    if (overtaken !== undefined) overtaken.reason = 'a newer resources/subscribe for the URI arrived';
+    session.pending.set(uri, pending);
+    const cancelled = () => {
+      const reason = pending.reason ?? (session.stream !== stream ? 'the GET stream closed' : undefined);
+      return reason === undefined
+        ? undefined
+        : { error: new JsonRpcError(ErrorCode.InvalidParams, `resources/subscribe for ${uri} was cancelled: ${reason}`), drop: false };
+    };
+    const failed = (error: unknown) => {
+      reportError('source', error);
+      return { error: new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`), drop: false };
+    };
+    try {
+      let provider: ResourceProvider | undefined;
+      try {
+        for (const candidate of this.#init.providers) {
+          if (await candidate.subscribable(uri, context)) {
+            provider = candidate;
+            break;
+          }
+        }
+      } catch (error) {
+        return cancelled() ?? failed(error);
+      }
+      const early = cancelled();
+      if (early !== undefined) return early;
+      if (provider === undefined) {
+        return { error: new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`), drop: true };
+      }
+      let readable: boolean;
+      try {
+        readable = await provider.canRead(uri, context);
+      } catch (error) {
+        return cancelled() ?? failed(error);
+      }
+      const late = cancelled();
+      if (late !== undefined) return late;
+      if (!readable) return { error: new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`), drop: true };
+
+      const frame = resourceUpdatedFrame(uri);
+      let subscribing = true;
+      let failure: { error: unknown } | undefined;
+      let subscription: Subscription | undefined;
+      const forget = () => {
+        if (subscription !== undefined && session.live.get(uri) === subscription) session.live.delete(uri);
+      };
+      try {
+        subscription = from(provider.changes(uri, context)).subscribe({
+          next: () => session.push(frame),
+          error: (error: unknown) => {
+            if (subscribing) failure = { error };
+            else reportError('source', error);
+            forget();
+          },
+          complete: forget,
+        });
+      } catch (error) {
+        failure = { error };
+      }
+      subscribing = false;
+      if (failure !== undefined) {
+        subscription?.unsubscribe();
+        return failed(failure.error);
+      }
+      if (subscription === undefined || subscription.closed) {
+        // A source that completed at once has nothing to say later: subscribed, and that is all.
+      } else {
+        session.live.get(uri)?.unsubscribe();
+        session.live.set(uri, subscription);
+      }
+      if (!session.uris.includes(uri)) {
+        session.uris = [...session.uris, uri];
+        await this.#init.store.update(session.id, { subscriptions: session.uris });
+      }
+      return undefined;
+    } finally {
+      if (session.pending.get(uri) === pending) session.pending.delete(uri);
+    }
+  }
+}
+
+/** A persisted subscription that could not be restored on a GET (it stays on the record). */
+export class RestoreError extends Error {
+  override readonly name = 'RestoreError';
+  constructor(
+    readonly uri: string,
+    override readonly cause: unknown,
+  ) {
+    super(`failed to restore the subscription to ${uri}; it is retried on the next GET`);
+  }
+}
+
+function notFound(): HttpError {
+  return new HttpError(404, new JsonRpcError(-32001, 'session not found: initialize a new session'));
+}
+
+function requireUri(method: string, params: Readonly<Record<string, unknown>> | undefined): string {
+  const uri = params?.uri;
+  if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, `${method} requires params.uri`);
+  return uri;
+}
+
+function resourceUpdatedFrame(uri: string): MessageFrame {
+  return Object.freeze({
+    type: 'message',
+    message: Object.freeze({ jsonrpc: '2.0', method: NotificationMethod.resource, params: Object.freeze({ uri }) }),
+    priority: 'notification',
+    topic: 'resource',
+    coalesceKey: `${NotificationMethod.resource} ${uri}`,
+    encoded: encodeResourceUpdated(uri),
+  });
+}
+
+function onDrop(frame: MessageFrame, queueLength: number): void {
+  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, topic: frame.topic ?? 'resource' });
+}

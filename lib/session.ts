@@ -1,0 +1,81 @@
+/**
+ * The durable record of a legacy session (protocol revisions 2025-06-18 / 2025-11-25): what
+ * outlives a connection, and what any node serving the session can read (DESIGN L1, L4, L8).
+ */
+export interface SessionRecord {
+  /** The `Mcp-Session-Id`: cryptographically random, visible ASCII. */
+  readonly id: string;
+  /** Who created the session; requests of any other principal get HTTP 403. */
+  readonly principal: string;
+  /** The protocol revision negotiated by `initialize`. */
+  readonly protocolVersion: string;
+  /** The subscribed resource URIs, in subscription order, restored on every GET (DESIGN L8). */
+  readonly subscriptions: readonly string[];
+  /** When the session was last active (a request, or a live GET stream), in milliseconds since the epoch. */
+  readonly lastActivity: number;
+}
+
+/** The fields of a {@link SessionRecord} that change after creation. */
+export type SessionChanges = Partial<Pick<SessionRecord, 'subscriptions' | 'lastActivity'>>;
+
+/**
+ * Where session records live. {@link MemorySessionStore} is the in-process default; a shared
+ * store (Redis) lets any node of a fleet serve a session. Every method may answer synchronously
+ * or with a Promise; a rejection becomes a JSON-RPC `-32603` for the request that needed it.
+ */
+export interface SessionStore {
+  /** Stores a new record. */
+  create(record: SessionRecord): void | Promise<void>;
+  /** The record of `id`, or `undefined` when there is none (never created, deleted or expired). */
+  get(id: string): SessionRecord | undefined | Promise<SessionRecord | undefined>;
+  /** Applies `changes` to the record of `id`; a missing record stays missing. */
+  update(id: string, changes: SessionChanges): void | Promise<void>;
+  /** Deletes the record of `id`; deleting a missing record is not an error. */
+  delete(id: string): void | Promise<void>;
+  /**
+   * The ids of records last active before `cutoff` (milliseconds since the epoch), for the prune
+   * sweep. A store that expires records by itself (a TTL) may return an empty list.
+   */
+  idleSince(cutoff: number): readonly string[] | Promise<readonly string[]>;
+}
+
+/**
+ * The in-process {@link SessionStore}: a `Map` of records. Records are replaced, never mutated,
+ * so a record handed out stays as it was.
+ *
+ * @example
+ * const endpoint = new McpEndpoint({ hub, sessionStore: new MemorySessionStore() });
+ */
+export class MemorySessionStore implements SessionStore {
+  readonly #records = new Map<string, SessionRecord>();
+
+  /** How many records are held. */
+  get size(): number {
+    return this.#records.size;
+  }
+
+  create(record: SessionRecord): void {
+    this.#records.set(record.id, Object.freeze({ ...record, subscriptions: Object.freeze([...record.subscriptions]) }));
+  }
+
+  get(id: string): SessionRecord | undefined {
+    return this.#records.get(id);
+  }
+
+  update(id: string, changes: SessionChanges): void {
+    const record = this.#records.get(id);
+    if (record === undefined) return;
+    const subscriptions = changes.subscriptions === undefined ? record.subscriptions : Object.freeze([...changes.subscriptions]);
+    this.#records.set(id, Object.freeze({ ...record, ...changes, subscriptions }));
+  }
+
+  delete(id: string): void {
+    this.#records.delete(id);
+  }
+
+  idleSince(cutoff: number): readonly string[] {
+    const ids: string[] = [];
+    for (const record of this.#records.values()) if (record.lastActivity < cutoff) ids.push(record.id);
+    return ids;
+  }
+}
