@@ -1,0 +1,83 @@
+// Shared plumbing of the Redis adapters: how a connection is opened and options are checked.
+import { randomUUID } from 'node:crypto';
+import { Redis, type RedisOptions } from 'ioredis';
+import { InvalidOptionError } from '../../lib/errors.js';
+import { reportConnection, type RedisComponent } from './telemetry.js';
+
+/** Where Redis is: a `redis://` / `rediss://` URL, or ioredis connection options. */
+export type RedisTarget = string | RedisOptions;
+
+/**
+ * Opens one ioredis connection to `target` with the adapter's own settings on top.
+ *
+ * Every connection gets an `error` listener (ioredis prints unhandled connection errors to the
+ * console otherwise; the adapters count failures where the command fails instead) and reports its
+ * `ready` / lost transitions on {@link redisChannels.connection}.
+ */
+export function openConnection(target: RedisTarget, component: RedisComponent, role: string, overrides: RedisOptions): Redis {
+  const connection = typeof target === 'string' ? new Redis(target, overrides) : new Redis({ ...target, ...overrides });
+  connection.on('error', () => undefined);
+  // ioredis emits `close` after every failed reconnection attempt too: report the transition once.
+  let up = false;
+  connection.on('ready', () => {
+    up = true;
+    reportConnection(component, role, 'ready');
+  });
+  connection.on('close', () => {
+    if (!up) return;
+    up = false;
+    reportConnection(component, role, 'lost');
+  });
+  return connection;
+}
+
+/** Reconnect backoff: 25 ms doubling up to `max` milliseconds, forever. */
+export function backoff(max: number): (times: number) => number {
+  return (times) => Math.min(25 * 2 ** Math.min(times, 16), max);
+}
+
+/** Closes a connection: waits for the replies still due when it is up, drops it otherwise. */
+export async function closeConnection(connection: Redis): Promise<void> {
+  if (connection.status === 'ready') {
+    try {
+      await connection.quit();
+      return;
+    } catch {
+      // Fall through: the connection broke while quitting.
+    }
+  }
+  connection.disconnect();
+}
+
+export function checkTarget(value: unknown): RedisTarget {
+  if (typeof value === 'string' ? value === '' : value === null || typeof value !== 'object') {
+    throw new InvalidOptionError('redis', 'a redis:// URL or an ioredis options object', value);
+  }
+  return value as RedisTarget;
+}
+
+export function checkName(option: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || value === '' || /\s/.test(value)) {
+    throw new InvalidOptionError(option, 'a non-empty string without whitespace', value);
+  }
+  return value;
+}
+
+export function checkNodeId(value: unknown): string {
+  return checkName('nodeId', value, randomUUID());
+}
+
+export function checkMilliseconds(option: string, value: unknown, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > 2_147_483_647) {
+    throw new InvalidOptionError(option, `a positive integer of milliseconds (at least ${min})`, value);
+  }
+  return value as number;
+}
+
+export function checkCount(option: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) <= 0) throw new InvalidOptionError(option, 'a positive integer', value);
+  return value as number;
+}

@@ -1,0 +1,18 @@
+// The `mcp-rx-streams/redis` entry: a fleet of servers on one Redis (issue 5).
+
+/* Hub bus */
+export { RedisBus } from './bus.js';
+export type { RedisBusOptions, RedisBusStats } from './bus.js';
+
+/* Watch lease */
+export { RedisLease } from './lease.js';
+export type { RedisLeaseOptions } from './lease.js';
+
+/* Cluster-wide per-principal cap */
+export { RedisPrincipalCap } from './principals.js';
+export type { RedisPrincipalCapOptions, RedisPrincipalCapStats } from './principals.js';
+
+/* Connections and telemetry */
+export type { RedisTarget } from './connection.js';
+export { redisChannels } from './telemetry.js';
+export type { ConnectionEvent, RedisComponent, UnrelayedEvent } from './telemetry.js';

@@ -1,0 +1,277 @@
+import type { Redis } from 'ioredis';
+import { Subject, type Subscription, timer } from 'rxjs';
+import { InvalidOptionError } from '../../lib/errors.js';
+import type { Admission, PrincipalCap } from '../../lib/principals.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+
+/** Options of {@link RedisPrincipalCap}. */
+export interface RedisPrincipalCapOptions {
+  /** The Redis every node of the fleet shares: a `redis://` URL or ioredis options. Required. */
+  readonly redis: RedisTarget;
+  /** Live listens per principal across the fleet before the oldest is superseded; defaults to 4. */
+  readonly maxPerPrincipal?: number;
+  /** This node's id, unique in the fleet (no whitespace, no `:`); defaults to a random UUID. */
+  readonly nodeId?: string;
+  /** Prefix of every key and channel this cap uses; the fleet must share it. Defaults to `mcp-rx-streams:cap`. */
+  readonly prefix?: string;
+  /**
+   * How long a node's entries keep counting after its last heartbeat, in milliseconds; defaults to
+   * 10 000. A node renews its heartbeat every third of it; a dead node's streams stop counting
+   * at most this long after it died.
+   */
+  readonly heartbeatTtl?: number;
+  /** Longest pause between reconnection attempts, in milliseconds; defaults to 1000. */
+  readonly maxReconnectDelay?: number;
+}
+
+/** Counters of a {@link RedisPrincipalCap} since it was created. */
+export interface RedisPrincipalCapStats {
+  /** Admissions recorded in Redis (re-recordings after an outage included). */
+  readonly recorded: number;
+  /** Local streams superseded: by a newer stream on this node, or on another node through Redis. */
+  readonly superseded: number;
+  /** Redis work not done (offline, error): recorded or removed again after (re)connecting. */
+  readonly failures: number;
+}
+
+interface Entry {
+  readonly principal: string;
+  readonly streamId: string;
+  readonly signal: Subject<void>;
+  /** Redis score (server time in µs) once recorded; kept to re-record in the same order after an outage. */
+  score: string;
+  live: boolean;
+}
+
+// Records one admission and applies the cap to the principal's streams fleet-wide, atomically.
+// KEYS[1] principal's sorted set. ARGV: nodeId, member, score ('' = now), cap, heartbeat ttl, prefix.
+// Score = Redis server time in microseconds, exact as a string (Lua's tostring would round it):
+// the oldest stream anywhere has the lowest score. Members of nodes without a heartbeat are dead
+// and dropped first. Victims on other nodes are told on their node's channel; all are returned.
+const RECORD = `
+local zset, node, member, score = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local cap, ttl, prefix = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+redis.call('SET', prefix .. ':node:' .. node, '1', 'PX', ttl)
+if score == '' then
+  local now = redis.call('TIME')
+  score = now[1] .. string.rep('0', 6 - #now[2]) .. now[2]
+end
+redis.call('ZADD', zset, 'NX', score, member)
+local alive = {}
+for _, m in ipairs(redis.call('ZRANGE', zset, 0, -1)) do
+  local n = string.match(m, '^(.*):[^:]*$')
+  if alive[n] == nil then alive[n] = redis.call('EXISTS', prefix .. ':node:' .. n) == 1 end
+  if not alive[n] then redis.call('ZREM', zset, m) end
+end
+local victims = {}
+local over = redis.call('ZCARD', zset) - cap
+if over > 0 then
+  victims = redis.call('ZRANGE', zset, 0, over - 1)
+  redis.call('ZREM', zset, unpack(victims))
+  for _, m in ipairs(victims) do
+    local n, id = string.match(m, '^(.*):([^:]*)$')
+    if n ~= node then redis.call('PUBLISH', prefix .. ':supersede:' .. n, id) end
+  end
+end
+redis.call('PEXPIRE', zset, ttl)
+return {score, victims}`;
+
+/**
+ * The per-principal cap with supersede (DESIGN M8) across a fleet: a principal's third listen on
+ * node B, with a cap of 2, supersedes its oldest stream, wherever that is.
+ *
+ * Admission stays synchronous and always admits. Locally it works like `PrincipalRegistry` at
+ * once (a burst on one node never holds more than the cap live, Redis or not); the fleet-wide
+ * part follows asynchronously: the admission is recorded in the principal's sorted set in Redis
+ * (score = Redis server time, member = `nodeId:streamId`) by a script that, atomically, drops
+ * the members of dead nodes and removes the oldest members beyond the cap, telling their nodes on
+ * pub/sub; those streams close with reason `superseded`. `release()` removes the member.
+ *
+ * What does not count forever: each node keeps a heartbeat key alive (every `heartbeatTtl / 3`)
+ * and refreshes the expiry of the sets it has members in; a dead node's members are dropped at
+ * the principal's next admission once its heartbeat expired, and a set nobody refreshes expires.
+ * While Redis is unreachable the cap is per node; on reconnecting a node re-records its live
+ * streams (in their original order) and retries the removals that failed, so the fleet-wide
+ * count converges again (superseding the oldest if the outage let a principal exceed the cap).
+ *
+ * Not for Redis Cluster: the script touches keys it does not declare (the nodes' heartbeats).
+ *
+ * @example
+ * const principals = new RedisPrincipalCap({ redis: 'redis://10.0.0.5:6379', maxPerPrincipal: 4 });
+ * const endpoint = new McpEndpoint({ hub, principals, ... });
+ * // on shutdown, after endpoint.close():
+ * await principals.close();
+ * @param options see {@link RedisPrincipalCapOptions}.
+ * @see PrincipalRegistry
+ */
+export class RedisPrincipalCap implements PrincipalCap {
+  readonly maxPerPrincipal: number;
+  /** This node's id in the members it records. */
+  readonly nodeId: string;
+  readonly #prefix: string;
+  readonly #heartbeatTtl: number;
+  readonly #commands: Redis;
+  readonly #subscriber: Redis;
+  /** Live local entries per principal, oldest first. */
+  readonly #streams = new Map<string, Entry[]>();
+  readonly #byId = new Map<string, Entry>();
+  /** Members whose removal failed, by set key: retried after reconnecting. */
+  readonly #pendingRemovals = new Map<string, Set<string>>();
+  readonly #heartbeat: Subscription;
+  #nextId = 0;
+  #stats = { recorded: 0, superseded: 0, failures: 0 };
+  #closing: Promise<void> | undefined;
+
+  constructor(options: RedisPrincipalCapOptions) {
+    const redis = checkTarget(options?.redis);
+    this.maxPerPrincipal = checkCount('maxPerPrincipal', options.maxPerPrincipal, 4);
+    this.nodeId = checkNodeId(options.nodeId);
+    if (this.nodeId.includes(':')) throw new InvalidOptionError('nodeId', 'a string without ":" (it separates node and stream in members)', this.nodeId);
+    this.#prefix = checkName('prefix', options.prefix, 'mcp-rx-streams:cap');
+    this.#heartbeatTtl = checkMilliseconds('heartbeatTtl', options.heartbeatTtl, 10_000, 30);
+    const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
+    this.#commands = openConnection(redis, 'principals', 'commands', {
+      // Failed work is redone from local state after reconnecting, never replayed from a queue.
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: backoff(maxReconnectDelay),
+    });
+    this.#subscriber = openConnection(redis, 'principals', 'subscriber', {
+      autoResubscribe: true,
+      maxRetriesPerRequest: null,
+      retryStrategy: backoff(maxReconnectDelay),
+    });
+    const channel = `${this.#prefix}:supersede:${this.nodeId}`;
+    this.#subscriber.on('message', (from: string, streamId: string) => {
+      if (from === channel) this.#supersede(this.#byId.get(streamId));
+    });
+    this.#subscriber.subscribe(channel).catch(() => undefined);
+    // Every (re)connection re-records the live streams: those admitted before it, or during an outage.
+    this.#commands.on('ready', () => this.#resync());
+    this.#heartbeat = timer(this.#heartbeatTtl / 3, this.#heartbeatTtl / 3).subscribe(() => this.#beat());
+  }
+
+  /** Principals with at least one live stream on this node (for leak checks). */
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  /** A snapshot of the counters; see {@link RedisPrincipalCapStats}. */
+  get stats(): RedisPrincipalCapStats {
+    return { ...this.#stats };
+  }
+
+  /** Live streams of `principal` on this node. */
+  count(principal: string): number {
+    return this.#streams.get(principal)?.length ?? 0;
+  }
+
+  /**
+   * Admits a new stream for `principal` at once; supersedes this node's oldest streams of the
+   * principal beyond the cap at once, and the fleet's oldest as soon as Redis has recorded it.
+   * @param principal the principal's key (authenticated id or address bucket).
+   */
+  admit(principal: string): Admission {
+    let list = this.#streams.get(principal);
+    if (list === undefined) this.#streams.set(principal, (list = []));
+    const entry: Entry = { principal, streamId: String(this.#nextId++), signal: new Subject<void>(), score: '', live: true };
+    list.push(entry);
+    this.#byId.set(entry.streamId, entry);
+    // Removals of the locally displaced go out before the new record, on the same connection.
+    for (const old of list.slice(0, Math.max(0, list.length - this.maxPerPrincipal))) this.#supersede(old);
+    this.#record(entry);
+    return {
+      superseded$: entry.signal.asObservable(),
+      release: () => this.#release(entry),
+    };
+  }
+
+  /**
+   * Stops heartbeats, forgets this node's heartbeat (its remaining members stop counting at the
+   * principals' next admission) and closes the connections; idempotent. Call after the endpoint
+   * has closed its streams, so their releases are sent first.
+   */
+  close(): Promise<void> {
+    return (this.#closing ??= (async () => {
+      this.#heartbeat.unsubscribe();
+      if (this.#commands.status === 'ready') await this.#commands.del(this.#nodeKey()).catch(() => undefined);
+      await Promise.all([closeConnection(this.#commands), closeConnection(this.#subscriber)]);
+    })());
+  }
+
+  #record(entry: Entry): void {
+    if (this.#closing !== undefined || this.#commands.status !== 'ready') return void this.#stats.failures++;
+    const args = [this.nodeId, this.#member(entry), entry.score, this.maxPerPrincipal, this.#heartbeatTtl, this.#prefix];
+    (this.#commands.eval(RECORD, 1, this.#setKey(entry.principal), ...args) as Promise<[string, string[]]>).then(
+      ([score, victims]) => {
+        this.#stats.recorded++;
+        if (entry.score === '') entry.score = score;
+        for (const member of victims) {
+          const colon = member.lastIndexOf(':');
+          if (member.slice(0, colon) === this.nodeId) this.#supersede(this.#byId.get(member.slice(colon + 1)));
+        }
+      },
+      () => void this.#stats.failures++,
+    );
+  }
+
+  #supersede(entry: Entry | undefined): void {
+    if (entry === undefined || !entry.live) return;
+    this.#stats.superseded++;
+    entry.signal.next();
+    this.#release(entry);
+  }
+
+  #release(entry: Entry): void {
+    if (!entry.live) return;
+    entry.live = false;
+    entry.signal.complete();
+    this.#byId.delete(entry.streamId);
+    const list = this.#streams.get(entry.principal);
+    if (list !== undefined) {
+      const at = list.indexOf(entry);
+      if (at >= 0) list.splice(at, 1);
+      if (list.length === 0) this.#streams.delete(entry.principal);
+    }
+    this.#remove(this.#setKey(entry.principal), this.#member(entry));
+  }
+
+  #remove(key: string, member: string): void {
+    const failed = () => {
+      this.#stats.failures++;
+      let members = this.#pendingRemovals.get(key);
+      if (members === undefined) this.#pendingRemovals.set(key, (members = new Set()));
+      members.add(member);
+    };
+    if (this.#commands.status !== 'ready') return failed();
+    this.#commands.zrem(key, member).then(() => undefined, failed);
+  }
+
+  #resync(): void {
+    if (this.#closing !== undefined) return;
+    const removals = [...this.#pendingRemovals];
+    this.#pendingRemovals.clear();
+    for (const [key, members] of removals) for (const member of members) this.#remove(key, member);
+    for (const list of this.#streams.values()) for (const entry of [...list]) this.#record(entry);
+  }
+
+  #beat(): void {
+    if (this.#commands.status !== 'ready') return;
+    const pipeline = this.#commands.pipeline().set(this.#nodeKey(), '1', 'PX', this.#heartbeatTtl);
+    for (const principal of this.#streams.keys()) pipeline.pexpire(this.#setKey(principal), this.#heartbeatTtl);
+    pipeline.exec().catch(() => void this.#stats.failures++);
+  }
+
+  #setKey(principal: string): string {
+    return `${this.#prefix}:principal:${principal}`;
+  }
+
+  #nodeKey(): string {
+    return `${this.#prefix}:node:${this.nodeId}`;
+  }
+
+  #member(entry: Entry): string {
+    return `${this.nodeId}:${entry.streamId}`;
+  }
+}

@@ -1,0 +1,142 @@
+// RedisPrincipalCap against a real redis-server: the M8 supersede rule across two nodes (two
+// endpoints in this process, each with its own cap and connections), dead nodes, and an outage.
+import { strict as assert } from 'node:assert';
+import { Redis } from 'ioredis';
+import { test } from 'uvu';
+import { RedisPrincipalCap } from '../../adapters/redis/principals.js';
+import type { EndpointRequest } from '../../lib/endpoint.js';
+import { InvalidOptionError } from '../../lib/errors.js';
+import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
+
+let redis: RedisServer;
+let raw: Redis;
+test.before(async () => {
+  redis = await startRedis();
+  raw = new Redis(redis.url, { maxRetriesPerRequest: null });
+  raw.on('error', () => undefined);
+});
+test.after(async () => {
+  raw?.disconnect();
+  await redis?.close();
+});
+
+let prefixes = 0;
+const freshPrefix = () => `cap${prefixes++}`;
+const members = (prefix: string, principal: string) => raw.zrange(`${prefix}:principal:${principal}`, '0', '-1');
+const byHeader = (request: EndpointRequest) => ({ principal: request.header('x-principal') ?? 'anon', scopes: new Set<string>() });
+
+const frame = (json: string) => `event: message\ndata: ${json}\n\n`;
+const meta = (id: number) => `"_meta":{"io.modelcontextprotocol/subscriptionId":${id}}`;
+const ack = (id: number) => frame(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},${meta(id)}}}`);
+const supersededClose = (id: number) =>
+  frame(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${id},"reason":"superseded",${meta(id)}}}`) +
+  frame(`{"jsonrpc":"2.0","id":${id},"result":{"resultType":"complete",${meta(id)}}}`);
+
+test('cap 2 across two nodes: a third listen on node B supersedes the oldest stream, on node A', async () => {
+  const prefix = freshPrefix();
+  const caps = ['A', 'B'].map((nodeId) => new RedisPrincipalCap({ redis: redis.url, nodeId, prefix, maxPerPrincipal: 2 }));
+  const servers: TestServer[] = [];
+  try {
+    for (const principals of caps) servers.push(await startEndpoint({ principals, authenticate: byHeader }));
+    const [a, b] = servers as [TestServer, TestServer];
+    const open = async (server: TestServer, id: number, principal: string) => {
+      const conn = await SseConnection.open(server.url, listenBody(id, { toolsListChanged: true }), { ...LISTEN_HEADERS, 'x-principal': principal });
+      await conn.until((c) => c.text.includes('acknowledged'), 2000, `the ack of ${id}`);
+      return conn;
+    };
+    const first = await open(a, 1, 'p');
+    const second = await open(a, 2, 'p');
+    const other = await open(a, 9, 'q');
+    // Fleet-wide order is the order Redis recorded the admissions in.
+    await eventually(() => caps[0]!.stats.recorded === 3, 2000, "A's admissions to be recorded");
+    const third = await open(b, 3, 'p');
+    await first.until((c) => c.ended, 2000, 'the oldest stream to be superseded');
+    assert.equal(first.text, ack(1) + supersededClose(1));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const conn of [second, third, other]) assert.equal(conn.ended, false);
+    assert.deepEqual([caps[0]!.count('p'), caps[1]!.count('p'), caps[0]!.count('q')], [1, 1, 1]);
+    assert.deepEqual(await members(prefix, 'p'), ['A:1', 'B:0']);
+    assert.deepEqual(await members(prefix, 'q'), ['A:2']);
+
+    // Releasing removes the member: a client that goes away frees its place fleet-wide.
+    second.destroy();
+    await eventually(() => caps[0]!.count('p') === 0, 2000, 'the release');
+    await eventually(() => caps[0]!.size === 1, 2000, 'principal p to leave node A');
+    assert.deepEqual(await members(prefix, 'p'), ['B:0']);
+    third.destroy();
+    other.destroy();
+  } finally {
+    for (const server of servers) await server.close();
+    await Promise.all(caps.map((cap) => cap.close()));
+  }
+});
+
+test("a dead node's streams stop counting (no heartbeat); a live node's count", async () => {
+  for (const ghostAlive of [false, true]) {
+    const prefix = freshPrefix();
+    // Two streams of node "ghost", admitted later than anything on B (higher scores): if they
+    // count, B's first stream is the oldest beyond the cap.
+    const future = String((Date.now() + 60_000) * 1000);
+    await raw.zadd(`${prefix}:principal:p`, future, 'ghost:0', future + 1, 'ghost:1');
+    if (ghostAlive) await raw.set(`${prefix}:node:ghost`, '1', 'PX', 60_000);
+    const cap = new RedisPrincipalCap({ redis: redis.url, nodeId: 'B', prefix, maxPerPrincipal: 2 });
+    try {
+      const superseded: number[] = [];
+      for (const n of [0, 1]) cap.admit('p').superseded$.subscribe(() => superseded.push(n));
+      await eventually(() => cap.stats.recorded === 2, 2000, 'both admissions to be recorded');
+      if (ghostAlive) {
+        assert.deepEqual(superseded, [0, 1]);
+        assert.deepEqual(await members(prefix, 'p'), ['ghost:0', 'ghost:1']);
+      } else {
+        assert.deepEqual(superseded, []);
+        assert.deepEqual(await members(prefix, 'p'), ['B:0', 'B:1']);
+      }
+    } finally {
+      await cap.close();
+    }
+  }
+});
+
+test('Redis down: the cap holds per node at once; after the restart the fleet-wide record matches the live streams again', async () => {
+  const prefix = freshPrefix();
+  const cap = new RedisPrincipalCap({ redis: redis.url, nodeId: 'A', prefix, maxPerPrincipal: 2, maxReconnectDelay: 50 });
+  try {
+    const first = cap.admit('p');
+    await eventually(() => cap.stats.recorded === 1, 2000, 'the first admission to be recorded');
+    await redis.stop();
+    const superseded: string[] = [];
+    first.superseded$.subscribe(() => superseded.push('first'));
+    const second = cap.admit('p');
+    const third = cap.admit('p');
+    // Synchronous: the burst never holds more than the cap live, Redis or not.
+    assert.deepEqual(superseded, ['first']);
+    assert.equal(cap.count('p'), 2);
+    second.release();
+    await eventually(() => cap.stats.failures >= 3, 2000, 'the record of second and third and the removals to fail');
+    await redis.restart();
+    // The restarted Redis is empty: the node re-records its live stream (third, A:2) and its
+    // heartbeat; the removals that failed are retried and remove nothing.
+    await eventually(() => cap.stats.recorded === 2, 3000, 'the live stream to be recorded again');
+    assert.deepEqual(await members(prefix, 'p'), ['A:2']);
+    assert.equal(await raw.exists(`${prefix}:node:A`), 1);
+    third.release();
+    await eventually(() => cap.size === 0, 1000, 'no principal left');
+  } finally {
+    await cap.close();
+  }
+});
+
+test('maxPerPrincipal, heartbeatTtl and nodeId are validated at construction, naming the option', () => {
+  const cases: [Record<string, unknown>, string][] = [
+    [{ redis: redis.url, maxPerPrincipal: 0 }, 'maxPerPrincipal must be a positive integer, got 0'],
+    [{ redis: redis.url, heartbeatTtl: 10 }, 'heartbeatTtl must be a positive integer of milliseconds (at least 30), got 10'],
+    [{ redis: redis.url, nodeId: 'a:b' }, 'nodeId must be a string without ":" (it separates node and stream in members), got "a:b"'],
+    [{ redis: redis.url, prefix: 'a b' }, 'prefix must be a non-empty string without whitespace, got "a b"'],
+  ];
+  for (const [options, message] of cases) {
+    assert.throws(() => new RedisPrincipalCap(options as never), (error: unknown) => error instanceof InvalidOptionError && error.message === message);
+  }
+});
+
+test.run();
