@@ -416,7 +416,11 @@ export class McpEndpoint {
     const authenticate = this.#options.authenticate;
     if (authenticate === undefined) return anonymous(request.remoteAddress);
     try {
-      return await authenticate(request);
+      const auth = await authenticate(request);
+      // "Never expires" written as Infinity is no expiry; any other non-finite expiry fails closed.
+      if (auth.expiresAt === Number.POSITIVE_INFINITY) return { principal: auth.principal, scopes: auth.scopes };
+      if (auth.expiresAt !== undefined && !Number.isFinite(auth.expiresAt)) return { ...auth, expiresAt: 0 };
+      return auth;
     } catch (error) {
       if (error instanceof AuthError) {
         throw new HttpError(401, new JsonRpcError(ErrorCode.InvalidRequest, `unauthorized: ${error.message}`), {
@@ -464,18 +468,27 @@ export class McpEndpoint {
     const open = (demand$: Observable<boolean>) =>
       defer(() => {
         const admission = this.principals.admit(auth.principal);
+        let stream: Observable<Frame>;
+        try {
+          stream = listenStream({
+            requestId: id,
+            filter: authorized,
+            hub: this.hub,
+            options: this.listenOptions,
+            expiresAt: auth.expiresAt,
+            supersede$: admission.superseded$,
+            shutdown$: this.#shutdown,
+            demand$,
+            scheduler: this.#scheduler,
+          });
+        } catch (error) {
+          // Nothing was opened: give back what was taken, then fail the subscription.
+          admission.release();
+          slot.release();
+          throw error;
+        }
         this.#streams++;
-        return listenStream({
-          requestId: id,
-          filter: authorized,
-          hub: this.hub,
-          options: this.listenOptions,
-          expiresAt: auth.expiresAt,
-          supersede$: admission.superseded$,
-          shutdown$: this.#shutdown,
-          demand$,
-          scheduler: this.#scheduler,
-        }).pipe(
+        return stream.pipe(
           finalize(() => {
             this.#streams--;
             admission.release();

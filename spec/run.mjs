@@ -28,7 +28,7 @@ child.on('close', (code, signal) => {
     console.log(`0 passed, 1 failed`);
     process.exit(1);
   }
-  const failed = total - passed - skipped + (code !== 0 && total === passed + skipped ? 1 : 0);
+  const failed = total - passed + (code !== 0 && total === passed + skipped ? 1 : 0);
   console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
   process.exit(failed === 0 && code === 0 ? 0 : 1);
 });
