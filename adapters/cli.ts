@@ -11,6 +11,7 @@ const USAGE = `usage:
                        [--keep-alive-interval MS] [--listen-idle-timeout MS] [--max-stream-lifetime MS]
                        [--max-listens-per-principal N] [--max-streams N] [--listen-max-queue N]
                        [--close-notice cancelled-then-result|result-only]
+                       [--session-idle-timeout MS] [--session-grace-period MS] [--replay-buffer-size N]
   mcp-rx-streams listen URL [--tools] [--prompts] [--resources] [--resource URI]... [--token T] [--id ID]`;
 
 /** A command-line mistake: printed as one line, exit code 2. */
@@ -23,6 +24,9 @@ const integerFlags = {
   'max-listens-per-principal': 'maxListensPerPrincipal',
   'max-streams': 'maxStreams',
   'listen-max-queue': 'listenMaxQueue',
+  'session-idle-timeout': 'sessionIdleTimeout',
+  'session-grace-period': 'sessionGracePeriod',
+  'replay-buffer-size': 'replayBufferSize',
 } as const;
 
 function positive(flag: string, value: string): number {

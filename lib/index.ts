@@ -50,7 +50,7 @@ export type {
 export { FrameEncodingError, InvalidOptionError } from './errors.js';
 
 /* Endpoint, limits and auth */
-export { acceptsEventStream, JSON_HEADERS, McpEndpoint, SSE_HEADERS } from './endpoint.js';
+export { acceptsEventStream, JSON_HEADERS, localhostHosts, McpEndpoint, MODERN_PROTOCOL_VERSION, SSE_HEADERS } from './endpoint.js';
 export type { EndpointRequest, EndpointResponse, EndpointStats, McpEndpointOptions, MethodHandler, ParsedBody, RequestContext } from './endpoint.js';
 export { StreamSlots } from './slots.js';
 export type { Slot } from './slots.js';
@@ -59,7 +59,13 @@ export type { Admission, PrincipalCap } from './principals.js';
 export { addressBucket, anonymous, AuthError } from './auth.js';
 export type { AuthInfo } from './auth.js';
 
-/* Legacy replay */
+/* Legacy era: sessions, resource providers, replay */
+export { DEFAULT_SESSION_OPTIONS, LEGACY_PROTOCOL_VERSIONS, resolveSessionOptions, RestoreError } from './legacy.js';
+export type { ServerInfo, SessionOptions } from './legacy.js';
+export { MemorySessionStore } from './session.js';
+export type { SessionChanges, SessionRecord, SessionStore } from './session.js';
+export { hubResources } from './resources.js';
+export type { HubResourcesOptions, ResourceProvider } from './resources.js';
 export { ReplayBuffer } from './replayBuffer.js';
 export type { EventLog } from './replayBuffer.js';
 

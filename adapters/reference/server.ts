@@ -4,10 +4,12 @@ import path from 'node:path';
 import { errors as joseErrors, jwtVerify } from 'jose';
 import type { Subscription } from 'rxjs';
 import { AuthError, type AuthInfo } from '../../lib/auth.js';
-import { McpEndpoint, type EndpointRequest, type MethodHandler } from '../../lib/endpoint.js';
+import { localhostHosts, McpEndpoint, type EndpointRequest, type MethodHandler, type RequestContext } from '../../lib/endpoint.js';
 import { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
+import type { SessionOptions } from '../../lib/legacy.js';
 import type { ListenOptions, StreamLimits } from '../../lib/options.js';
+import { hubResources } from '../../lib/resources.js';
 import { nodeHandler } from '../node.js';
 import { ensureDemoData, FileResources } from './files.js';
 
@@ -15,7 +17,7 @@ import { ensureDemoData, FileResources } from './files.js';
 export const PROTOCOL_VERSION = '2026-07-28';
 
 /** Options of {@link startReferenceServer}; listen options and limits as in {@link McpEndpoint}. */
-export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<StreamLimits> {
+export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
   /** The directory served as resources; created with demo files when missing. Defaults to `./demo-data`. */
   readonly dir?: string;
   /** TCP port; 0 picks a free one. Defaults to 3000. */
@@ -50,6 +52,11 @@ export interface ReferenceServer {
  * renaming one publishes `notifications/resources/list_changed`. `tools.json` and `prompts.json`
  * are served by `tools/list` and `prompts/list`. Files under `private/` need the `private` scope.
  *
+ * Both eras are served on the one endpoint: 2026-07-28 clients `subscriptions/listen`; 2025-06-18
+ * and 2025-11-25 clients `initialize` a session, open `GET /mcp` and `resources/subscribe` to files
+ * and folders, resuming with `Last-Event-ID`. Bound to a loopback address, requests with a foreign
+ * `Host` or `Origin` are refused (403).
+ *
  * @example
  * const server = await startReferenceServer({ dir: './demo-data', port: 0 });
  * console.log(server.url); // http://127.0.0.1:54321/mcp
@@ -61,13 +68,20 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), debounceMs === undefined ? {} : { debounceMs });
   const hub = new Hub();
+  const canRead = (uri: string, { auth }: RequestContext) => files.canRead(uri, auth.scopes);
+  // Bound to a loopback address, the server refuses DNS-rebinding requests (foreign Host or Origin).
+  const loopback = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host) || host.startsWith('127.');
   const endpoint = new McpEndpoint({
     hub,
     ...limits,
     capabilities: { tools: true, prompts: true, resources: true },
     authenticate: tokenSecret === undefined ? undefined : bearer(new TextEncoder().encode(tokenSecret)),
-    canRead: (uri, { auth }) => files.canRead(uri, auth.scopes),
+    canRead,
     methods: methods(files),
+    serverInfo: SERVER_INFO,
+    // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
+    resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead })],
+    ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
   });
   const watching: Subscription = files.changes().subscribe((change) => {
     switch (change.kind) {
@@ -86,7 +100,8 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   });
 
   const handle = nodeHandler(endpoint);
-  const server = http.createServer((req, res) => {
+  // Slow headers are cut by node:http (slow bodies by the endpoint's bodyTimeout).
+  const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 0 }, (req, res) => {
     const pathname = (req.url ?? '/').split('?')[0];
     if (pathname === '/mcp' || pathname === '/') return handle(req, res);
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: the MCP endpoint is /mcp\n');
@@ -146,33 +161,40 @@ function bearer(secret: Uint8Array): (request: EndpointRequest) => Promise<AuthI
 const SERVER_INFO = Object.freeze({ name: 'mcp-rx-streams-reference', version: '0.1.0' });
 
 function methods(files: FileResources): Record<string, MethodHandler> {
-  const complete = (result: Record<string, unknown>) => ({ resultType: 'complete', ...result });
-  // 2026-07-28 list and read results are cacheable results: they must say for how long and for whom.
-  const cacheable = (result: Record<string, unknown>) => complete({ ttlMs: 0, cacheScope: 'private', ...result });
+  // 2026-07-28 results say they are complete, and list and read results are cacheable results
+  // that must say for how long and for whom; legacy sessions (2025-06-18 / 2025-11-25) get the
+  // plain results their clients validate strictly (`ping` must be exactly `{}`).
+  const complete = (result: Record<string, unknown>, context: RequestContext) =>
+    context.session === undefined ? { resultType: 'complete', ...result } : result;
+  const cacheable = (result: Record<string, unknown>, context: RequestContext) =>
+    context.session === undefined ? complete({ ttlMs: 0, cacheScope: 'private', ...result }, context) : result;
   return {
-    'server/discover': () =>
-      complete({
-        ttlMs: 0,
-        cacheScope: 'private',
-        supportedVersions: [PROTOCOL_VERSION],
-        capabilities: {
-          tools: { listChanged: true },
-          prompts: { listChanged: true },
-          resources: { listChanged: true, subscribe: true },
+    'server/discover': (_params, context) =>
+      complete(
+        {
+          ttlMs: 0,
+          cacheScope: 'private',
+          supportedVersions: [PROTOCOL_VERSION],
+          capabilities: {
+            tools: { listChanged: true },
+            prompts: { listChanged: true },
+            resources: { listChanged: true, subscribe: true },
+          },
+          _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
         },
-        _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
-      }),
-    ping: () => complete({}),
-    'resources/list': async (_params, { auth }) => cacheable({ resources: await files.list(auth.scopes) }),
-    'resources/read': async (params, { auth }) => {
+        context,
+      ),
+    ping: (_params, context) => complete({}, context),
+    'resources/list': async (_params, context) => cacheable({ resources: await files.list(context.auth.scopes) }, context),
+    'resources/read': async (params, context) => {
       const uri = params?.uri;
       if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, 'resources/read requires params.uri');
-      const read = await files.read(uri, auth.scopes);
+      const read = await files.read(uri, context.auth.scopes);
       // Unreadable and absent look the same: the answer never reveals what the caller may not read.
       if (read === undefined) throw new JsonRpcError(-32002, `resource not found: ${uri}`, { uri });
-      return cacheable(read);
+      return cacheable(read, context);
     },
-    'tools/list': async () => cacheable({ tools: await files.tools() }),
-    'prompts/list': async () => cacheable({ prompts: await files.prompts() }),
+    'tools/list': async (_params, context) => cacheable({ tools: await files.tools() }, context),
+    'prompts/list': async (_params, context) => cacheable({ prompts: await files.prompts() }, context),
   };
 }
