@@ -18,7 +18,8 @@ import { listenStream } from './listen.js';
 import { milliseconds, positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from './options.js';
 import { PrincipalRegistry, type PrincipalCap } from './principals.js';
 import { hubResources, type ResourceProvider } from './resources.js';
-import { MemorySessionStore, type SessionStore } from './session.js';
+import { ReplayBuffer, type EventLog } from './replayBuffer.js';
+import { MemorySessionStore, type SessionBus, type SessionStore } from './session.js';
 import { StreamSlots } from './slots.js';
 
 /** The protocol revision of the modern era (`subscriptions/listen`). */
@@ -123,6 +124,14 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
   readonly sessionStore?: SessionStore;
   /**
+   * The event log (ids and replay buffer) of a legacy session; defaults to a new
+   * `ReplayBuffer(replayBufferSize)` per session. A fleet passes a shared log (Redis), so that a
+   * reconnect served by another node replays what its client missed.
+   */
+  readonly eventLog?: (sessionId: string) => EventLog;
+  /** Relays session commands between the nodes of a fleet (with a shared `sessionStore` and `eventLog`); default none. */
+  readonly sessionBus?: SessionBus;
+  /**
    * Who serves legacy `resources/subscribe`, asked in order. Defaults to one {@link hubResources}
    * provider that accepts every URI and reads with `canRead`.
    */
@@ -156,7 +165,7 @@ export interface EndpointStats {
 }
 
 const KNOWN_OPTIONS = new Set([
-  'hub', 'capabilities', 'authenticate', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
+  'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
@@ -228,6 +237,11 @@ export class McpEndpoint {
     if (options.resourceProviders !== undefined && !Array.isArray(options.resourceProviders)) {
       throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', options.resourceProviders);
     }
+    if (options.eventLog !== undefined && typeof options.eventLog !== 'function') throw new InvalidOptionError('eventLog', 'a function of a session id', options.eventLog);
+    const bus = options.sessionBus;
+    if (bus !== undefined && (typeof bus.nodeId !== 'string' || typeof bus.publish !== 'function' || typeof bus.connect !== 'function')) {
+      throw new InvalidOptionError('sessionBus', 'a SessionBus (nodeId, publish, connect)', bus);
+    }
     const { canRead } = options;
     this.#legacy =
       options.legacy === false
@@ -245,6 +259,8 @@ export class McpEndpoint {
             maxQueue: this.listenOptions.listenMaxQueue,
             slots: this.slots,
             scheduler: this.#scheduler,
+            eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
+            bus: options.sessionBus,
           });
   }
 

@@ -63,11 +63,12 @@ export type { AuthInfo } from './auth.js';
 export { DEFAULT_SESSION_OPTIONS, LEGACY_PROTOCOL_VERSIONS, resolveSessionOptions, RestoreError } from './legacy.js';
 export type { ServerInfo, SessionOptions } from './legacy.js';
 export { MemorySessionStore } from './session.js';
-export type { SessionChanges, SessionRecord, SessionStore } from './session.js';
+export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './session.js';
 export { hubResources } from './resources.js';
 export type { HubResourcesOptions, ResourceProvider } from './resources.js';
 export { ReplayBuffer } from './replayBuffer.js';
 export type { EventLog } from './replayBuffer.js';
+export { isThenable } from './replayBuffer.js';
 
 /* Telemetry */
 export { channels } from './telemetry.js';

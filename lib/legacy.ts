@@ -28,9 +28,9 @@ import { HttpError } from './httpError.js';
 import { type Hub, NotificationMethod } from './hub.js';
 import { ErrorCode, JsonRpcError } from './jsonrpc.js';
 import { milliseconds, positiveInteger } from './options.js';
-import { ReplayBuffer } from './replayBuffer.js';
+import { isThenable, type EventLog } from './replayBuffer.js';
 import type { ResourceProvider } from './resources.js';
-import type { SessionRecord, SessionStore } from './session.js';
+import type { SessionBus, SessionCommand, SessionRecord, SessionStore } from './session.js';
 import type { StreamSlots } from './slots.js';
 import { failWhenStalled } from './stallGuard.js';
 import { channels, reportError } from './telemetry.js';
@@ -108,6 +108,10 @@ export interface LegacySessionsInit {
   readonly maxQueue: number;
   readonly slots: StreamSlots;
   readonly scheduler: SchedulerLike;
+  /** The event log of a session (its ids and replay buffer): a `ReplayBuffer` in process, a shared log in a fleet. */
+  readonly eventLog: (sessionId: string) => EventLog;
+  /** Relays session commands between the nodes of a fleet; absent in a single process. */
+  readonly bus: SessionBus | undefined;
 }
 
 /** Counts of what the legacy sessions hold on this node (for leak checks and metrics). */
@@ -142,8 +146,10 @@ export class LiveSession {
   /** The persisted subscription list, kept in step with the store. */
   uris: string[];
   lastActivity: number;
-  readonly log: ReplayBuffer;
+  readonly log: EventLog;
   stream: StreamHandle | undefined;
+  /** The request context of the live GET stream (whose principal remote subscribes run as). */
+  streamContext: RequestContext | undefined;
   readonly live = new Map<string, Subscription>();
   readonly pending = new Map<string, PendingSubscribe>();
   listChanged: Subscription | undefined;
@@ -152,19 +158,50 @@ export class LiveSession {
   /** Emits when a GET stream attaches or the session ends. */
   readonly changed = new Subject<void>();
 
-  constructor(record: SessionRecord, replayBufferSize: number) {
+  // Frames whose (asynchronous) append has not resolved yet, in order; empty with a ReplayBuffer.
+  #stamping: PromiseLike<MessageFrame>[] = [];
+
+  constructor(record: SessionRecord, log: EventLog) {
     this.id = record.id;
     this.principal = record.principal;
     this.protocolVersion = record.protocolVersion;
     this.uris = [...record.subscriptions];
     this.lastActivity = record.lastActivity;
-    this.log = new ReplayBuffer(replayBufferSize);
+    this.log = log;
   }
 
-  /** Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live stream if any. */
+  /**
+   * Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live
+   * stream if any. With an asynchronous log, frames still reach the stream in push order; a frame
+   * the log failed to take is reported on `channels.error` and not written.
+   */
   push(frame: MessageFrame): void {
     const stamped = this.log.append(frame);
-    this.stream?.feed.next(stamped);
+    if (!isThenable(stamped) && this.#stamping.length === 0) {
+      this.stream?.feed.next(stamped);
+      return;
+    }
+    this.#stamping.push(isThenable(stamped) ? stamped : Promise.resolve(stamped));
+    if (this.#stamping.length === 1) this.#drain();
+  }
+
+  #drain(): void {
+    const head = this.#stamping[0];
+    if (head === undefined) return;
+    const next = () => {
+      this.#stamping.shift();
+      this.#drain();
+    };
+    head.then(
+      (frame) => {
+        this.stream?.feed.next(frame);
+        next();
+      },
+      (error: unknown) => {
+        reportError('source', error);
+        next();
+      },
+    );
   }
 }
 
@@ -179,8 +216,11 @@ export class LegacySessions {
   #prune: Subscription | undefined;
   #closed = false;
 
+  readonly #disconnect: (() => void) | undefined;
+
   constructor(init: LegacySessionsInit) {
     this.#init = init;
+    this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
   }
 
   get stats(): SessionStats {
@@ -227,10 +267,21 @@ export class LegacySessions {
   async resolve(id: string, auth: AuthInfo): Promise<LiveSession> {
     const now = this.#init.scheduler.now();
     let session = this.#sessions.get(id);
-    if (session === undefined) {
+    if (session === undefined || (this.#init.bus !== undefined && session.stream === undefined)) {
+      // In a fleet the record is the truth for a session whose stream is not here.
       const record = await this.#init.store.get(id);
-      if (record === undefined) throw notFound();
+      if (record === undefined) {
+        if (session !== undefined) this.#forget(session);
+        throw notFound();
+      }
       session = this.#sessions.get(id) ?? this.#adopt(record);
+      if (session.stream === undefined) {
+        session.uris = [...record.subscriptions];
+        session.lastActivity = record.lastActivity;
+        if (record.streamNode !== undefined && record.streamNode !== null && record.streamNode !== this.#init.bus?.nodeId) {
+          session.lastActivity = now; // a live stream elsewhere is activity
+        }
+      }
     }
     if (session.stream === undefined && now - session.lastActivity > this.#init.options.sessionIdleTimeout) {
       await this.end(session);
@@ -266,7 +317,9 @@ export class LegacySessions {
         this.#endStream(session);
         const handle: StreamHandle = { feed: new Subject<Frame>(), ended: new Subject<void>() };
         session.stream = handle;
+        session.streamContext = context;
         session.changed.next();
+        this.#claim(session);
         session.grace?.unsubscribe();
         session.grace = undefined;
         this.#watchListChanged(session);
@@ -298,6 +351,11 @@ export class LegacySessions {
   /** `resources/subscribe` (DESIGN L2–L5): `{}` or a JSON-RPC error, never an HTTP error. */
   async subscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
     const uri = requireUri('resources/subscribe', params);
+    if (session.stream === undefined && this.#init.bus !== undefined) {
+      const record = await this.#init.store.get(session.id);
+      const holder = record?.streamNode;
+      if (holder !== undefined && holder !== null && holder !== this.#init.bus.nodeId) return this.#subscribeRemote(session, uri, context);
+    }
     const wait = this.#init.options.subscribeStreamWait;
     if (session.stream === undefined && wait > 0 && !session.ended) {
       await firstValueFrom(race(session.changed, timer(wait, this.#init.scheduler)), { defaultValue: undefined });
@@ -323,7 +381,84 @@ export class LegacySessions {
       session.uris = session.uris.filter((kept) => kept !== uri);
       await this.#init.store.update(session.id, { subscriptions: session.uris });
     }
+    if (session.stream === undefined) await this.#init.bus?.publish(session.id, { kind: 'unsubscribe', uri });
     return {};
+  }
+
+  /**
+   * A subscribe served on this node for a session whose GET stream is on another: checked here
+   * (the providers are the same on every node), persisted, and handed to the holder to establish.
+   */
+  async #subscribeRemote(session: LiveSession, uri: string, context: RequestContext): Promise<object> {
+    let provider: ResourceProvider | undefined;
+    let readable = false;
+    try {
+      provider = await this.#provider(uri, context);
+      readable = provider !== undefined && (await provider.canRead(uri, context));
+    } catch (error) {
+      reportError('source', error);
+      throw new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`);
+    }
+    if (provider === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`);
+    if (!readable) throw new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`);
+    if (!session.uris.includes(uri)) {
+      session.uris = [...session.uris, uri];
+      await this.#init.store.update(session.id, { subscriptions: session.uris });
+    }
+    await this.#init.bus!.publish(session.id, { kind: 'subscribe', uri });
+    return {};
+  }
+
+  async #provider(uri: string, context: RequestContext): Promise<ResourceProvider | undefined> {
+    for (const candidate of this.#init.providers) if (await candidate.subscribable(uri, context)) return candidate;
+    return undefined;
+  }
+
+  /** This node now holds the session's GET stream: recorded, and every other node lets go of it. */
+  #claim(session: LiveSession): void {
+    const bus = this.#init.bus;
+    if (bus === undefined) return;
+    const claimed = async () => {
+      await this.#init.store.update(session.id, { streamNode: bus.nodeId });
+      await bus.publish(session.id, { kind: 'claimed', node: bus.nodeId });
+    };
+    claimed().catch((error: unknown) => reportError('source', error));
+  }
+
+  /** A command from another node of the fleet. */
+  #command(id: string, command: SessionCommand): void {
+    const session = this.#sessions.get(id);
+    if (session === undefined) return;
+    switch (command.kind) {
+      case 'claimed':
+      case 'ended':
+        // The stream (and with it the live subscriptions) is elsewhere now, or the session is gone:
+        // forget it here; a later request reads the record again.
+        session.ended = true;
+        session.changed.next();
+        session.changed.complete();
+        this.#sleep(session);
+        this.#endStream(session);
+        this.#sessions.delete(id);
+        if (this.#sessions.size === 0) this.#stopPrune();
+        return;
+      case 'subscribe': {
+        if (!session.uris.includes(command.uri)) session.uris = [...session.uris, command.uri];
+        const stream = session.stream;
+        const context = session.streamContext;
+        if (stream === undefined || context === undefined) return;
+        this.#restore(session, command.uri, context, stream).catch((error: unknown) => reportError('source', new RestoreError(command.uri, error)));
+        return;
+      }
+      case 'unsubscribe': {
+        session.uris = session.uris.filter((kept) => kept !== command.uri);
+        const pending = session.pending.get(command.uri);
+        if (pending !== undefined) pending.reason = 'resources/unsubscribe arrived';
+        session.live.get(command.uri)?.unsubscribe();
+        session.live.delete(command.uri);
+        return;
+      }
+    }
   }
 
   /** Ends a session: its stream, its subscriptions and its record (DELETE, eviction). Idempotent. */
@@ -338,6 +473,7 @@ export class LegacySessions {
       if (this.#sessions.size === 0) this.#stopPrune();
     }
     await this.#init.store.delete(session.id);
+    await this.#init.bus?.publish(session.id, { kind: 'ended' });
   }
 
   /** Ends every GET stream (server shutdown) and stops the prune sweep; sessions stay on record. */
@@ -345,6 +481,7 @@ export class LegacySessions {
     if (this.#closed) return;
     this.#closed = true;
     this.#stopPrune();
+    this.#disconnect?.();
     for (const session of this.#sessions.values()) {
       this.#endStream(session);
       this.#sleep(session);
@@ -357,16 +494,39 @@ export class LegacySessions {
     const now = scheduler.now();
     const cutoff = now - options.sessionIdleTimeout;
     for (const session of [...this.#sessions.values()]) {
-      if (session.stream !== undefined) await this.#touch(session, now);
-      else if (session.lastActivity < cutoff) await this.end(session);
+      if (session.stream !== undefined) {
+        await this.#touch(session, now);
+        continue;
+      }
+      if (this.#init.bus !== undefined) {
+        // Another node may have served the session since: judge by the shared record.
+        const record = await store.get(session.id);
+        if (record === undefined) {
+          this.#forget(session);
+          continue;
+        }
+        if (record.streamNode !== undefined && record.streamNode !== null && record.streamNode !== this.#init.bus.nodeId) continue;
+        session.lastActivity = Math.max(session.lastActivity, record.lastActivity);
+      }
+      if (session.lastActivity < cutoff) await this.end(session);
     }
     for (const id of await store.idleSince(cutoff)) {
       if (!this.#sessions.has(id)) await store.delete(id);
     }
   }
 
+  #forget(session: LiveSession): void {
+    session.ended = true;
+    session.changed.next();
+    session.changed.complete();
+    this.#sleep(session);
+    this.#endStream(session);
+    this.#sessions.delete(session.id);
+    if (this.#sessions.size === 0) this.#stopPrune();
+  }
+
   #adopt(record: SessionRecord): LiveSession {
-    const session = new LiveSession(record, this.#init.options.replayBufferSize);
+    const session = new LiveSession(record, this.#init.eventLog(record.id));
     this.#sessions.set(session.id, session);
     if (this.#prune === undefined && !this.#closed) {
       const every = this.#init.options.sessionPruneInterval;
@@ -400,10 +560,10 @@ export class LegacySessions {
   #detach(session: LiveSession, handle: StreamHandle): void {
     this.#endStream(session, handle);
     if (session.ended || this.#closed || session.stream !== undefined) return;
+    session.streamContext = undefined;
     session.lastActivity = this.#init.scheduler.now();
-    Promise.resolve(this.#init.store.update(session.id, { lastActivity: session.lastActivity })).catch((error: unknown) =>
-      reportError('source', error),
-    );
+    const changes = this.#init.bus === undefined ? { lastActivity: session.lastActivity } : { lastActivity: session.lastActivity, streamNode: null };
+    Promise.resolve(this.#init.store.update(session.id, changes)).catch((error: unknown) => reportError('source', error));
     session.grace?.unsubscribe();
     session.grace = timer(this.#init.options.sessionGracePeriod, this.#init.scheduler).subscribe(() => {
       session.grace = undefined;
@@ -472,12 +632,7 @@ export class LegacySessions {
     try {
       let provider: ResourceProvider | undefined;
       try {
-        for (const candidate of this.#init.providers) {
-          if (await candidate.subscribable(uri, context)) {
-            provider = candidate;
-            break;
-          }
-        }
+        provider = await this.#provider(uri, context);
       } catch (error) {
         return cancelled() ?? failed(error);
       }

@@ -4,14 +4,21 @@ import type { MessageFrame } from './frame.js';
 /**
  * Where a legacy session's frames get their SSE event ids and where a reconnect reads them back.
  *
- * {@link ReplayBuffer} is the in-memory implementation; a shared store (say, Redis) implements
- * the same two methods.
+ * {@link ReplayBuffer} is the in-memory implementation (synchronous); a shared log (say, on
+ * Redis, so that a reconnect served by another node can replay) answers with Promises. Callers
+ * keep frames in append order either way: a frame is written only after every frame appended
+ * before it has its id.
  */
 export interface EventLog {
   /** Stamps `frame` with the next event id, records it, and returns the stamped frame. */
-  append(frame: MessageFrame): MessageFrame;
+  append(frame: MessageFrame): MessageFrame | Promise<MessageFrame>;
   /** The recorded frames a client that last saw `lastEventId` missed, oldest first. */
-  after(lastEventId: string | null | undefined): MessageFrame[];
+  after(lastEventId: string | null | undefined): readonly MessageFrame[] | Promise<readonly MessageFrame[]>;
+}
+
+/** True for a Promise or any other thenable (what an asynchronous {@link EventLog} returns). */
+export function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 const DECIMAL = /^[0-9]+$/;

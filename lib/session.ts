@@ -13,10 +13,40 @@ export interface SessionRecord {
   readonly subscriptions: readonly string[];
   /** When the session was last active (a request, or a live GET stream), in milliseconds since the epoch. */
   readonly lastActivity: number;
+  /** The node that holds the session's live GET stream (a fleet, see {@link SessionBus}); absent or `null` when none does. */
+  readonly streamNode?: string | null;
 }
 
 /** The fields of a {@link SessionRecord} that change after creation. */
-export type SessionChanges = Partial<Pick<SessionRecord, 'subscriptions' | 'lastActivity'>>;
+export type SessionChanges = Partial<Pick<SessionRecord, 'subscriptions' | 'lastActivity' | 'streamNode'>>;
+
+/**
+ * What one node tells the others about a session (a fleet sharing a {@link SessionStore}):
+ * - `claimed`: the session's GET stream is now on `node`; any other node holding a stream or live
+ *   subscriptions for it ends and releases them (its subscriptions live with its stream);
+ * - `subscribe` / `unsubscribe`: a POST served elsewhere changed the subscription to `uri`; the
+ *   node holding the stream establishes or drops it;
+ * - `ended`: the session was deleted or evicted; every node forgets it.
+ */
+export type SessionCommand =
+  | { readonly kind: 'claimed'; readonly node: string }
+  | { readonly kind: 'subscribe'; readonly uri: string }
+  | { readonly kind: 'unsubscribe'; readonly uri: string }
+  | { readonly kind: 'ended' };
+
+/**
+ * Relays {@link SessionCommand}s between the nodes of a fleet, so that a session's POSTs and its
+ * GET stream can be served by different nodes. A single process needs none. Contract like
+ * `HubBus`: `publish` never hands a command back to the node that sent it.
+ */
+export interface SessionBus {
+  /** This node's id, unique in the fleet (recorded as `streamNode`). */
+  readonly nodeId: string;
+  /** Sends `command` about `sessionId` to every other node. */
+  publish(sessionId: string, command: SessionCommand): void | Promise<void>;
+  /** Starts delivering other nodes' commands; returns a function that stops. */
+  connect(deliver: (sessionId: string, command: SessionCommand) => void): () => void;
+}
 
 /**
  * Where session records live. {@link MemorySessionStore} is the in-process default; a shared

@@ -1,6 +1,6 @@
 import { concatWith, ignoreElements, Observable, tap, type MonoTypeOperatorFunction } from 'rxjs';
-import type { Frame } from '../lib/frame.js';
-import type { EventLog } from '../lib/replayBuffer.js';
+import type { Frame, MessageFrame } from '../lib/frame.js';
+import { isThenable, type EventLog } from '../lib/replayBuffer.js';
 
 /**
  * Writes the frames a reconnecting client missed, with their original ids, then the live
@@ -17,7 +17,9 @@ import type { EventLog } from '../lib/replayBuffer.js';
  * for it. Comment frames and message frames without an id pass as they come.
  *
  * A `Last-Event-ID` at or past the newest id replays nothing and filters nothing: live frames
- * flow, even when the client's id comes from an earlier run of the server.
+ * flow, even when the client's id comes from an earlier run of the server. With an asynchronous
+ * log (a shared one, on Redis) live frames wait until the replay has been read and written; a
+ * failed read errors the stream.
  *
  * @example
  * const log = new ReplayBuffer(100);
@@ -51,7 +53,13 @@ export function replayFrom(lastEventId: string | null | undefined, log: EventLog
 
       const replay = () => {
         state = 'replaying';
-        for (const frame of log.after(lastEventId)) {
+        const kept = log.after(lastEventId);
+        if (isThenable(kept)) kept.then(finish, (error: unknown) => subscriber.error(error));
+        else finish(kept);
+      };
+
+      const finish = (kept: readonly MessageFrame[]) => {
+        for (const frame of kept) {
           if (subscriber.closed) return;
           write(frame);
         }

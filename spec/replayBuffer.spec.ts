@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { InvalidOptionError } from '../lib/errors.js';
 import { type MessageFrame } from '../lib/frame.js';
-import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
+import { isThenable, ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
 import { updated } from './helpers/frames.js';
 
 const ids = (frames: readonly MessageFrame[]): (string | undefined)[] => frames.map((frame) => frame.eventId);
@@ -102,10 +102,14 @@ test('rejects a capacity that is not a positive integer, naming replayBufferSize
   }
 });
 
-test('is an EventLog', () => {
+test('is a synchronous EventLog', () => {
   const log: EventLog = new ReplayBuffer(2);
-  assert.is(log.append(updated('file:///a')).eventId, '1');
-  assert.equal(ids(log.after('0')), ['1']);
+  const stamped = log.append(updated('file:///a'));
+  const after = log.after('0');
+  assert.not.ok(isThenable(stamped));
+  assert.not.ok(isThenable(after));
+  assert.is((stamped as MessageFrame).eventId, '1');
+  assert.equal(ids(after as MessageFrame[]), ['1']);
 });
 
 test.run();

@@ -6,7 +6,7 @@ import { KEEP_ALIVE, type Frame, type MessageFrame } from '../../lib/frame.js';
 import { ReplayBuffer } from '../../lib/replayBuffer.js';
 import { replayFrom } from '../../operators/replayFrom.js';
 import { testScheduler } from '../helpers/marbles.js';
-import { updated, eventIds } from '../helpers/frames.js';
+import { asyncLog, updated, eventIds } from '../helpers/frames.js';
 
 
 /** A legacy session: a log of capacity 5 that has stamped `count` frames, and its live feed. */
@@ -155,6 +155,26 @@ test('stops a synchronous source when unsubscribed', () => {
   source.pipe(replayFrom('0', new ReplayBuffer(5)), take(5)).subscribe((frame) => out.push(frame));
   assert.equal(eventIds(out), ['1', '2', '3', '4', '5']);
   assert.ok(emitted() <= 6, `source kept emitting: ${emitted()}`);
+});
+
+test('with an asynchronous log: replay first, then live frames held meanwhile, no duplicate at the seam', async () => {
+  const log = asyncLog(100);
+  for (const uri of ['a', 'b', 'c']) await log.append(updated(`file:///${uri}`));
+  const live = new Subject<Frame>();
+  const out: Frame[] = [];
+  live.pipe(replayFrom('1', log)).subscribe((frame) => out.push(frame));
+  // Published while the log is being read: one the replay also holds (id 3), one it does not (id 4).
+  live.next(log.buffer.after('2')[0]!);
+  live.next(log.buffer.append(updated('file:///d')));
+  assert.equal(out, []);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(eventIds(out), ['2', '3', '4']);
+});
+
+test('with an asynchronous log, a failed read errors the stream', async () => {
+  const log = { append: (frame: MessageFrame) => frame, after: () => Promise.reject(new Error('redis down')) };
+  const error = await new Promise<unknown>((resolve) => new Subject<Frame>().pipe(replayFrom('0', log)).subscribe({ error: resolve }));
+  assert.is((error as Error).message, 'redis down');
 });
 
 test.run();

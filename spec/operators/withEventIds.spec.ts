@@ -6,7 +6,7 @@ import { controlFrame, KEEP_ALIVE, type Frame } from '../../lib/frame.js';
 import { ReplayBuffer } from '../../lib/replayBuffer.js';
 import { withEventIds } from '../../operators/withEventIds.js';
 import { testScheduler } from '../helpers/marbles.js';
-import { updated, eventIds } from '../helpers/frames.js';
+import { asyncLog, updated, eventIds } from '../helpers/frames.js';
 
 
 test('stamps message frames with increasing ids and passes comments without one', () => {
@@ -53,6 +53,31 @@ test('stops a synchronous source when unsubscribed', () => {
   source.pipe(withEventIds(log), take(5)).subscribe();
   assert.ok(emitted() <= 6, `source kept emitting: ${emitted()}`);
   assert.ok(log.lastId <= 6);
+});
+
+test('with an asynchronous log, frames come out in arrival order even when later appends resolve first', async () => {
+  const log = asyncLog(10, (n) => 20 - n * 5);
+  const out: Frame[] = [];
+  let completed = false;
+  await new Promise<void>((resolve) => {
+    of<Frame[]>(updated('file:///a'), KEEP_ALIVE, updated('file:///b'), updated('file:///c'))
+      .pipe(withEventIds(log))
+      .subscribe({ next: (frame) => out.push(frame), complete: () => ((completed = true), resolve()) });
+    // Nothing can pass before the first append resolved: the keep-alive waits behind it.
+    assert.equal(out, []);
+  });
+  assert.ok(completed);
+  assert.equal(eventIds(out), ['1', ':', '2', '3']);
+  assert.equal(
+    out.map((frame) => (frame.type === 'message' ? (frame.message as unknown as { params: { uri: string } }).params.uri : ':')),
+    ['file:///a', ':', 'file:///b', 'file:///c'],
+  );
+});
+
+test('with an asynchronous log, a failed append errors the stream', async () => {
+  const log = { append: () => Promise.reject(new Error('redis down')), after: () => [] };
+  const error = await new Promise<unknown>((resolve) => of<Frame[]>(updated('file:///a')).pipe(withEventIds(log)).subscribe({ error: resolve }));
+  assert.is((error as Error).message, 'redis down');
 });
 
 test.run();
