@@ -169,7 +169,7 @@ const KNOWN_OPTIONS = new Set([
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
-  'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait',
+  'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions',
 ]);
 
 const NO_SESSIONS: SessionStats = Object.freeze({ sessions: 0, streams: 0, subscriptions: 0 });
@@ -231,6 +231,7 @@ export class McpEndpoint {
       replayBufferSize: options.replayBufferSize,
       allowClientSessionDelete: options.allowClientSessionDelete,
       subscribeStreamWait: options.subscribeStreamWait,
+      maxSessions: options.maxSessions,
     });
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
@@ -334,6 +335,7 @@ export class McpEndpoint {
         return json(200, { jsonrpc: '2.0', id: message.id, result }, { 'Mcp-Session-Id': id });
       } catch (error) {
         if (error instanceof JsonRpcError) return jsonError(200, message.id, error);
+        if (error instanceof HttpError) return jsonError(error.status, message.id, error.rpc, error.headers);
         throw error;
       }
     }

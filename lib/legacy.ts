@@ -55,6 +55,11 @@ export interface SessionOptions {
   readonly allowClientSessionDelete: boolean;
   /** How long a `resources/subscribe` without a live GET stream waits for one before `-32602`; 0 = not at all. Default 1000. */
   readonly subscribeStreamWait: number;
+  /**
+   * The most sessions this node holds; an `initialize` beyond it gets HTTP 503 and `-32000`, so a
+   * flood of `initialize` cannot exhaust memory. Default 10 000.
+   */
+  readonly maxSessions: number;
 }
 
 /** The legacy options used where none are given. */
@@ -65,6 +70,7 @@ export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = Object.freeze({
   replayBufferSize: 100,
   allowClientSessionDelete: true,
   subscribeStreamWait: 1_000,
+  maxSessions: 10_000,
 });
 
 /**
@@ -83,6 +89,7 @@ export function resolveSessionOptions(input: Partial<SessionOptions> = {}): Read
     replayBufferSize: positiveInteger('replayBufferSize', pick('replayBufferSize')),
     allowClientSessionDelete: allow,
     subscribeStreamWait: wait === 0 ? 0 : milliseconds('subscribeStreamWait', wait),
+    maxSessions: positiveInteger('maxSessions', pick('maxSessions')),
   });
 }
 
@@ -240,6 +247,9 @@ export class LegacySessions {
       throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
     }
     const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LEGACY_PROTOCOL_VERSIONS[0]!;
+    if (this.#sessions.size >= this.#init.options.maxSessions) {
+      throw new HttpError(503, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its session capacity (maxSessions); retry later'));
+    }
     const record: SessionRecord = {
       id: randomUUID(),
       principal: auth.principal,
