@@ -21,6 +21,7 @@ import { hubResources, type ResourceProvider } from './resources.js';
 import { ReplayBuffer, type EventLog } from './replayBuffer.js';
 import { MemorySessionStore, type SessionBus, type SessionStore } from './session.js';
 import { StreamSlots } from './slots.js';
+import { reportError } from './telemetry.js';
 
 /** The protocol revision of the modern era (`subscriptions/listen`). */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -307,7 +308,9 @@ export class McpEndpoint {
       return await this.#handle(request);
     } catch (error) {
       if (error instanceof HttpError) return jsonError(error.status, error.id, error.rpc, error.headers);
-      // An HTTP 500 is a bug: answer the JSON-RPC internal error instead, and keep the process up.
+      // An HTTP 500 is a bug: answer the JSON-RPC internal error instead, keep the process up, and
+      // report it on channels.error.
+      reportError('endpoint', error);
       return jsonError(200, null, new JsonRpcError(ErrorCode.InternalError, 'internal error'));
     }
   }

@@ -31,7 +31,7 @@ export interface DropEvent {
 
 /** Published on {@link channels.error} when a subscriber or change source failed and delivery went on without it. */
 export interface ErrorEvent {
-  readonly where: 'hub' | 'source';
+  readonly where: 'hub' | 'source' | 'endpoint';
   readonly error: unknown;
 }
 
