@@ -64,12 +64,27 @@ function write(response: EndpointResponse, res: ServerResponse, graceMs: number)
 
 function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: ServerResponse, graceMs: number): void {
   res.writeHead(response.status, response.headers);
+  // The client learns the stream is open now, not at its first frame (a legacy GET may have none for a while).
+  res.flushHeaders();
   const demand$ = new Subject<boolean>();
   let subscription: Subscription | undefined;
   let closed = false;
+  // The frames a stream gets within one tick (a burst of publishes, a notification and its
+  // keep-alive) go out as one write: one HTTP chunk and one syscall instead of one per frame.
+  // They are at most one tick's worth: once a write returns false the stream queues upstream.
+  let pending = '';
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending === '' || closed) return;
+    const text = pending;
+    pending = '';
+    if (!res.write(text)) demand$.next(false);
+  };
   const onDrain = () => demand$.next(true);
   const onClose = () => {
     closed = true;
+    pending = '';
     res.off('drain', onDrain);
     subscription?.unsubscribe();
   };
@@ -77,10 +92,15 @@ function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: Se
   res.once('close', onClose);
   subscription = response.open(demand$).subscribe({
     next: (frame) => {
-      if (!res.write(encodeFrame(frame))) demand$.next(false);
+      pending += encodeFrame(frame);
+      if (!scheduled) {
+        scheduled = true;
+        process.nextTick(flush);
+      }
     },
     error: () => res.destroy(),
     complete: () => {
+      flush();
       res.end();
       // The closing frames may still sit in the socket's buffer of a client that stopped reading:
       // it gets one keep-alive interval to take them, then the connection is dropped.

@@ -1,4 +1,4 @@
-import { asyncScheduler, defer, finalize, merge, NEVER, Observable, type SchedulerLike, Subject, tap } from 'rxjs';
+import { asyncScheduler, defer, finalize, NEVER, Observable, type SchedulerLike, Subject, Subscriber } from 'rxjs';
 import { ackThenNotify } from '../operators/ackThenNotify.js';
 import { closeWhen, type CloseTrigger } from '../operators/closeWhen.js';
 import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
@@ -90,14 +90,9 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
       ackThenNotify(ack),
       keepAlive(options.keepAliveInterval, scheduler),
       closeWhen(triggers, { requestId, mode: options.closeNotice }),
-      tap({
-        next: (frame) => {
-          if (frame.type === 'message' && frame.closeReason !== undefined) {
-            reason = frame.closeReason;
-            closing$.next();
-          }
-        },
-        error: () => (reason = 'error'),
+      watchClose((closeReason) => {
+        reason = closeReason;
+        if (closeReason !== 'error') closing$.next();
       }),
       tagSubscriptionId(requestId),
       dropWhenQueueExceeds(options.listenMaxQueue, init.demand$ ?? NEVER, onDrop),
@@ -114,6 +109,34 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
   });
 }
 
+/** Reports the close reason of the first closing frame (or `'error'`); frames pass untouched. */
+function watchClose(onClose: (reason: StopReason) => void) {
+  return (source: Observable<Frame>) =>
+    new Observable<Frame>((subscriber) => {
+      source.subscribe(new CloseWatchSubscriber(subscriber, onClose));
+    });
+}
+
+// A Subscriber subclass rather than `tap`: one cheap layer on the per-frame path of every stream.
+class CloseWatchSubscriber extends Subscriber<Frame> {
+  constructor(
+    destination: Subscriber<Frame>,
+    private readonly onClose: (reason: StopReason) => void,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(frame: Frame): void {
+    if (frame.type === 'message' && frame.closeReason !== undefined) this.onClose(frame.closeReason);
+    this.destination.next(frame);
+  }
+
+  protected override _error(error: unknown): void {
+    this.onClose('error');
+    super._error(error);
+  }
+}
+
 /** The merged notifications of every topic a filter names, straight from the hub. */
 export function notifications(hub: Hub, filter: ListenFilter): Observable<MessageFrame> {
   const sources: Observable<MessageFrame>[] = [];
@@ -124,5 +147,13 @@ export function notifications(hub: Hub, filter: ListenFilter): Observable<Messag
   for (const taskId of filter.taskIds ?? []) sources.push(hub.topic({ topic: 'task', taskId }));
   // An empty filter still gets a stream (ack, keep-alives, closes): it just hears nothing.
   if (sources.length === 0) return NEVER;
-  return sources.length === 1 ? sources[0]! : merge(...sources);
+  if (sources.length === 1) return sources[0]!;
+  // Hub topics never complete nor error: handing the one subscriber to each of them merges them
+  // without a merge layer on the per-frame path (and unsubscribing stops them all).
+  return new Observable<MessageFrame>((subscriber) => {
+    for (const source of sources) {
+      if (subscriber.closed) return;
+      source.subscribe(subscriber);
+    }
+  });
 }

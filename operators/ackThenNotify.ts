@@ -1,4 +1,4 @@
-import { EMPTY, Subject, defer, merge, tap } from 'rxjs';
+import { Observable, Subscriber } from 'rxjs';
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame } from '../lib/frame.js';
 
@@ -32,25 +32,46 @@ import type { Frame } from '../lib/frame.js';
  */
 export function ackThenNotify(ack: Frame): MonoTypeOperatorFunction<Frame> {
   return (source) =>
-    defer(() => {
-      const ackOut = new Subject<Frame>();
-      let sent = false;
-      const sendAck = (): void => {
-        if (sent) return;
-        sent = true;
-        ackOut.next(ack);
-        ackOut.complete();
-      };
-      // merge subscribes in order: the ack channel, then the source (whose first notification
-      // pushes the ack out ahead of itself), then — once the source's subscribe has returned —
-      // a no-op that sends the ack if the source has not emitted yet.
-      return merge(
-        ackOut,
-        source.pipe(tap({ next: sendAck, error: sendAck, complete: sendAck })),
-        defer(() => {
-          sendAck();
-          return EMPTY;
-        }),
-      );
+    new Observable<Frame>((subscriber) => {
+      const inner = new AckFirstSubscriber(subscriber, ack);
+      source.subscribe(inner);
+      // The source's subscribe has returned: its topics are registered.
+      if (!subscriber.closed) inner.sendAck();
     });
+}
+
+// A Subscriber subclass rather than `merge(ack$, source.pipe(tap(…)))`: this sits on the per-frame
+// path of every stream, and one monomorphic layer costs a fraction of a merge plus a tap. Being
+// a child of the downstream subscriber, it is closed when the downstream unsubscribes, which
+// stops a synchronous source.
+class AckFirstSubscriber extends Subscriber<Frame> {
+  private sent = false;
+
+  constructor(
+    destination: Subscriber<Frame>,
+    private readonly ack: Frame,
+  ) {
+    super(destination);
+  }
+
+  sendAck(): void {
+    if (this.sent) return;
+    this.sent = true;
+    this.destination.next(this.ack);
+  }
+
+  protected override _next(frame: Frame): void {
+    this.sendAck();
+    this.destination.next(frame);
+  }
+
+  protected override _error(error: unknown): void {
+    this.sendAck();
+    super._error(error);
+  }
+
+  protected override _complete(): void {
+    this.sendAck();
+    super._complete();
+  }
 }

@@ -1,4 +1,4 @@
-import { Subject, defer, endWith, from, merge, mergeMap, takeWhile, tap } from 'rxjs';
+import { Observable, Subject, Subscriber } from 'rxjs';
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { CloseTrigger } from '../lib/closeTriggers.js';
 import { InvalidOptionError } from '../lib/errors.js';
@@ -19,13 +19,6 @@ export interface CloseNotice {
    * abnormal end (DESIGN M7, option `closeNotice`).
    */
   readonly mode?: 'cancelled-then-result' | 'result-only';
-}
-
-const END = Symbol('end of stream');
-type Ended = typeof END;
-
-function isFrame(value: Frame | Ended): value is Frame {
-  return value !== END;
 }
 
 function isTriggerList(value: unknown): boolean {
@@ -87,24 +80,51 @@ export function closeWhen(triggers: CloseTrigger | readonly CloseTrigger[], noti
     throw new InvalidOptionError('closeWhen notice.mode', '"cancelled-then-result" or "result-only"', mode);
   }
 
-  const closingFrames = (reason: CloseReason): (Frame | Ended)[] => {
+  const closingFrames = (reason: CloseReason): Frame[] => {
     const result = controlFrame({ jsonrpc: '2.0', id: requestId, result: { resultType: 'complete' } }, reason);
-    if (mode === 'result-only') return [result, END];
+    if (mode === 'result-only') return [result];
     const cancelled = controlFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } }, reason);
-    return [cancelled, result, END];
+    return [cancelled, result];
   };
 
   return (source) =>
-    defer(() => {
+    new Observable<Frame>((subscriber) => {
       const upstream = new Subject<Frame>();
       const frames = upstream.asObservable();
-      const closing = from(list).pipe(
-        mergeMap((trigger) => trigger(frames)),
-        mergeMap(closingFrames),
-      );
-      // `closing` is subscribed first so that the triggers see every frame, even those the
-      // upstream emits while it is being subscribed. END, from either side, ends the stream and
-      // unsubscribes the other side.
-      return merge(closing, source.pipe(tap((frame) => upstream.next(frame)), endWith(END))).pipe(takeWhile(isFrame));
+      let closing = false;
+      const close = (reason: CloseReason) => {
+        if (closing) return;
+        closing = true;
+        for (const frame of closingFrames(reason)) subscriber.next(frame);
+        subscriber.complete();
+      };
+      const fail = (error: unknown) => subscriber.error(error);
+      // The triggers are subscribed first so that they see every frame, even those the upstream
+      // emits while it is being subscribed. The first reason ends the stream, which unsubscribes
+      // the upstream and every trigger.
+      for (const trigger of list) {
+        if (subscriber.closed) return;
+        subscriber.add(trigger(frames).subscribe({ next: close, error: fail }));
+      }
+      if (subscriber.closed) return;
+      source.subscribe(new CloseWhenSubscriber(subscriber, upstream));
     });
+}
+
+// Hand-written rather than `merge(triggers, source.pipe(tap(…), endWith(END))).pipe(takeWhile(…))`:
+// it is on the per-frame path of every stream. As a child of the downstream subscriber it is closed
+// when the stream closes (by a trigger or by the downstream), which stops a synchronous source; a
+// frame on which a trigger closed the stream is therefore not forwarded.
+class CloseWhenSubscriber extends Subscriber<Frame> {
+  constructor(
+    destination: Subscriber<Frame>,
+    private readonly upstream: Subject<Frame>,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(frame: Frame): void {
+    this.upstream.next(frame);
+    if (!this.closed) this.destination.next(frame);
+  }
 }

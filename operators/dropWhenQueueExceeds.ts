@@ -1,4 +1,4 @@
-import { concatWith, filter, Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
 
@@ -95,10 +95,10 @@ export function dropWhenQueueExceeds(
       };
 
       // The source's completion is held back until the queued frames are written.
-      const flushed$ = new Observable<never>((done) => {
-        if (queue.length === 0) done.complete();
-        else onFlushed = () => done.complete();
-      });
+      const sourceCompleted = () => {
+        if (queue.length === 0) subscriber.complete();
+        else onFlushed = () => subscriber.complete();
+      };
 
       subscriber.add(
         demand$.subscribe({
@@ -110,10 +110,39 @@ export function dropWhenQueueExceeds(
         }),
       );
       if (subscriber.closed) return;
-      // Handing `subscriber` itself to the chain lets unsubscribing stop a synchronous source.
-      source.pipe(filter(passes), concatWith(flushed$)).subscribe(subscriber);
+      source.subscribe(new QueueingSubscriber(subscriber, passes, sourceCompleted));
       return () => queue.clear();
     });
+}
+
+// One hand-written layer instead of `filter(passes)` + `concatWith(flushed$)` on the per-frame path
+// of every stream. As a child of the downstream subscriber it is closed when the downstream
+// unsubscribes, which stops a synchronous source.
+class QueueingSubscriber extends Subscriber<Frame> {
+  constructor(
+    destination: Subscriber<Frame>,
+    private readonly passes: (frame: Frame) => boolean,
+    private readonly sourceCompleted: () => void,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(frame: Frame): void {
+    let passes: boolean;
+    try {
+      passes = this.passes(frame);
+    } catch (error) {
+      // `onDrop` threw: the stream errors with that error (as a throwing `filter` predicate would).
+      this.destination.error(error);
+      return;
+    }
+    if (passes) this.destination.next(frame);
+  }
+
+  protected override _complete(): void {
+    this.unsubscribe();
+    this.sourceCompleted();
+  }
 }
 
 /** A FIFO with O(1) push and shift: an array read from a moving head, compacted when half dead. */

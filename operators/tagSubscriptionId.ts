@@ -1,4 +1,4 @@
-import { map } from 'rxjs';
+import { Observable, Subscriber } from 'rxjs';
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame } from '../lib/frame.js';
@@ -34,5 +34,23 @@ export function tagSubscriptionId(id: JsonRpcId): MonoTypeOperatorFunction<Frame
   if (!isJsonRpcId(id)) {
     throw new InvalidOptionError('tagSubscriptionId id', 'a string or a finite number (the listen request id)', id);
   }
-  return map((frame) => (frame.type === 'message' ? { ...frame, subscriptionId: id } : frame));
+  return (source) =>
+    new Observable<Frame>((subscriber) => {
+      source.subscribe(new TagSubscriber(subscriber, id));
+    });
+}
+
+// One monomorphic Subscriber layer instead of `map`: this runs once per frame per stream. As a
+// child of the downstream subscriber it is closed by its unsubscription (a synchronous source stops).
+class TagSubscriber extends Subscriber<Frame> {
+  constructor(
+    destination: Subscriber<Frame>,
+    private readonly id: JsonRpcId,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(frame: Frame): void {
+    this.destination.next(frame.type === 'message' ? { ...frame, subscriptionId: this.id } : frame);
+  }
 }
