@@ -1,0 +1,69 @@
+// The ceiling reference: a hand-written node:http `subscriptions/listen` server. It parses the
+// request, writes the ack, keeps each stream in a per-topic Set and writes every notification
+// with one `res.write` of a frame built from a prefix encoded once per publish plus the stream's
+// own subscription id (DESIGN M5: every message carries its stream's id). No queue, no caps, no
+// timers per stream (one keep-alive interval for all streams), no backpressure handling.
+import { honoured, readJson, SSE_HEADERS, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
+
+export const name = 'baseline';
+export const description = 'hand-written node:http + res.write';
+
+export async function create() {
+  const byUri = new Map();
+  const tools = new Set();
+  const all = new Set();
+  const keepAlive = setInterval(() => {
+    for (const stream of all) stream.res.write(':\r\n');
+  }, 15_000);
+  keepAlive.unref();
+
+  const metaKey = JSON.stringify(SUBSCRIPTION_ID_META_KEY);
+  const handler = async (req, res) => {
+    let message;
+    try {
+      message = await readJson(req);
+    } catch {
+      res.writeHead(400).end();
+      return;
+    }
+    const filter = honoured(message.params);
+    const stream = { res, idJson: JSON.stringify(message.id) };
+    res.writeHead(200, SSE_HEADERS);
+    res.write(
+      `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":${JSON.stringify(filter)},"_meta":{${metaKey}:${stream.idJson}}}}\n\n`,
+    );
+    const sets = [all];
+    if (filter.toolsListChanged) sets.push(tools);
+    for (const uri of filter.resourceSubscriptions ?? []) {
+      let set = byUri.get(uri);
+      if (set === undefined) byUri.set(uri, (set = new Set()));
+      sets.push(set);
+    }
+    for (const set of sets) set.add(stream);
+    res.on('close', () => {
+      for (const set of sets) set.delete(stream);
+      for (const uri of filter.resourceSubscriptions ?? []) if (byUri.get(uri)?.size === 0) byUri.delete(uri);
+    });
+  };
+
+  const writeAll = (set, head) => {
+    const tail = '}}}\n\n';
+    for (const stream of set) stream.res.write(head + stream.idJson + tail);
+  };
+  return {
+    handler,
+    publish(uri) {
+      const set = byUri.get(uri);
+      if (set !== undefined) {
+        writeAll(set, `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":${JSON.stringify(uri)},"_meta":{${metaKey}:`);
+      }
+    },
+    publishMarker() {
+      writeAll(tools, `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{${metaKey}:`);
+    },
+    registry: () => ({ streams: all.size, topics: byUri.size }),
+    close() {
+      clearInterval(keepAlive);
+    },
+  };
+}

@@ -1,0 +1,37 @@
+// What every peer's server shares: the one URI the streams subscribe to, the request body reader
+// for the hand-written servers, and the frame bytes a correct listen stream writes.
+export const URI = 'file:///srv/bench/project/config.json';
+export const SUBSCRIPTION_ID_META_KEY = 'io.modelcontextprotocol/subscriptionId';
+
+export const SSE_HEADERS = Object.freeze({
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache, no-transform',
+  'X-Accel-Buffering': 'no',
+});
+
+/** Reads a JSON request body (the hand-written peers have no framework to do it). */
+export function readJson(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch (error) {
+        reject(error);
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+/** The honoured filter: the bench only ever asks for one URI and tools/list_changed. */
+export function honoured(params) {
+  const asked = params?.notifications ?? {};
+  const out = {};
+  if (asked.toolsListChanged === true) out.toolsListChanged = true;
+  if (Array.isArray(asked.resourceSubscriptions) && asked.resourceSubscriptions.length > 0) {
+    out.resourceSubscriptions = [...new Set(asked.resourceSubscriptions)];
+  }
+  return out;
+}

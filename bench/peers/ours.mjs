@@ -1,0 +1,31 @@
+// mcp-rx-streams (compiled dist/): McpEndpoint + nodeHandler, as in adapters/reference/server.ts.
+// The caps are raised so that 10 000 streams from one address fit (the defaults are 1000 streams
+// and 4 per principal); every other option is the default (15 s keep-alive, 1000-frame queue).
+import { channels, Hub, McpEndpoint, nodeHandler } from '../../dist/lib/index.js';
+
+export const name = 'mcp-rx-streams';
+export const description = 'McpEndpoint + nodeHandler (dist/)';
+
+export async function create() {
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({
+    hub,
+    capabilities: { tools: true, resources: true },
+    maxStreams: 1_000_000,
+    maxListensPerPrincipal: 1_000_000,
+  });
+  let drops = 0;
+  const onDrop = () => drops++;
+  channels.drop.subscribe(onDrop);
+  return {
+    handler: nodeHandler(endpoint),
+    publish: (uri) => hub.notifyResourceUpdated(uri),
+    publishMarker: () => hub.notifyToolsChanged(),
+    registry: () => ({ ...hub.size, ...endpoint.stats }),
+    drops: () => drops,
+    close() {
+      channels.drop.unsubscribe(onDrop);
+      endpoint.close();
+    },
+  };
+}

@@ -1,0 +1,130 @@
+// The server under test, one process per run: `node --expose-gc bench/server.mjs <peer>`, forked by
+// bench/run.mjs and driven over the IPC channel (the same commands for every peer, so the publish
+// trigger and the measurements are identical). It serves POST /mcp on 127.0.0.1:<random port>
+// with the peer's handler and answers:
+//   mem                      heap/RSS after two full GCs (needs --expose-gc)
+//   registry                 what the peer holds (streams, topics, slots) and our drop count
+//   publishPaced {k, batch}  publish k notifications, `batch` per event-loop turn, waiting
+//                            whenever a socket has more than its high-water mark buffered
+//                            (`writableNeedDrain`): "as fast as the server accepts"
+//   publishOne               publish one notification; reply with the hrtime (ns) just before it
+//   publishRate {k, ms, markerEvery}  publish k over ~ms at a steady rate, no gate; every
+//                            markerEvery-th is tools/list_changed; reply with the marker times
+// Times are process.hrtime (CLOCK_MONOTONIC, the same clock in every process on the box).
+import http from 'node:http';
+import { URI } from './peers/common.mjs';
+
+const peerName = process.argv[2];
+const peer = await (await import(`./peers/${peerName}.mjs`)).create();
+const now = () => Number(process.hrtime.bigint());
+
+const sockets = new Set();
+const server = http.createServer((req, res) => {
+  if (req.method === 'POST' && req.url === '/mcp') return peer.handler(req, res);
+  res.writeHead(404).end();
+});
+server.keepAliveTimeout = 0;
+server.headersTimeout = 0;
+server.requestTimeout = 0;
+server.maxConnections = Infinity;
+server.on('connection', (socket) => {
+  sockets.add(socket);
+  socket.on('close', () => sockets.delete(socket));
+});
+server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
+
+function mem() {
+  global.gc?.();
+  global.gc?.();
+  const m = process.memoryUsage();
+  return { heapUsed: m.heapUsed, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
+function firstBackedUp() {
+  for (const socket of sockets) if (socket.writableNeedDrain && !socket.destroyed) return socket;
+  return undefined;
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+async function publishPaced({ k, batch }) {
+  const t0 = now();
+  let waits = 0;
+  for (let sent = 0; sent < k; ) {
+    const end = Math.min(k, sent + batch);
+    for (; sent < end; sent++) peer.publish(URI);
+    await turn();
+    for (let socket = firstBackedUp(); socket !== undefined; socket = firstBackedUp()) {
+      waits++;
+      await new Promise((resolve) => {
+        const done = () => {
+          socket.off('drain', done);
+          socket.off('close', done);
+          resolve();
+        };
+        socket.on('drain', done);
+        socket.on('close', done);
+      });
+    }
+  }
+  return { t0, t1: now(), waits };
+}
+
+async function publishRate({ k, ms, markerEvery }) {
+  const markers = [];
+  const ticks = Math.max(1, Math.round(ms / 2));
+  const perTick = k / ticks;
+  const start = now();
+  let sent = 0;
+  for (let tick = 1; sent < k; tick++) {
+    const target = Math.min(k, Math.round(tick * perTick));
+    for (; sent < target; sent++) {
+      if (markerEvery > 0 && (sent + 1) % markerEvery === 0) {
+        markers.push(now());
+        peer.publishMarker();
+      } else {
+        peer.publish(URI);
+      }
+    }
+    const due = start + tick * 2e6;
+    const wait = (due - now()) / 1e6;
+    await new Promise((resolve) => (wait > 1 ? setTimeout(resolve, wait) : setImmediate(resolve)));
+  }
+  return { t0: start, t1: now(), markers };
+}
+
+process.on('message', async ({ id, cmd, args }) => {
+  let result;
+  try {
+    switch (cmd) {
+      case 'mem':
+        result = mem();
+        break;
+      case 'registry':
+        result = { ...peer.registry(), drops: peer.drops?.() ?? 0, sockets: sockets.size };
+        break;
+      case 'publishPaced':
+        result = await publishPaced(args);
+        break;
+      case 'publishOne': {
+        const t = now();
+        peer.publish(URI);
+        result = { t };
+        break;
+      }
+      case 'publishRate':
+        result = await publishRate(args);
+        break;
+      case 'exit':
+        await peer.close?.();
+        process.send({ id, result: {} }, () => process.exit(0));
+        return;
+      default:
+        throw new Error(`unknown command ${cmd}`);
+    }
+    process.send({ id, result });
+  } catch (error) {
+    process.send({ id, error: String(error?.stack ?? error) });
+  }
+});
+process.on('disconnect', () => process.exit(0));
