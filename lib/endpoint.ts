@@ -326,7 +326,7 @@ export class McpEndpoint {
       if (legacy !== undefined && (request.method === 'GET' || request.method === 'DELETE')) {
         return jsonError(400, null, missingSession());
       }
-      const allow = legacy === undefined ? 'POST' : 'POST, GET, DELETE';
+      const allow = legacy === undefined ? 'POST' : this.#allowDelete ? 'POST, GET, DELETE' : 'POST, GET';
       return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use ${allow}`), { Allow: allow });
     }
     const auth = await this.#authenticate(request);
@@ -356,9 +356,8 @@ export class McpEndpoint {
   /** A request inside a legacy session (DESIGN L1–L10): POST, GET (the stream) or DELETE. */
   async #session(legacy: LegacySessions, sessionId: string, request: EndpointRequest): Promise<EndpointResponse> {
     if (request.method !== 'POST' && request.method !== 'GET' && request.method !== 'DELETE') {
-      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use POST, GET or DELETE`), {
-        Allow: 'POST, GET, DELETE',
-      });
+      const allow = this.#allowDelete ? 'POST, GET, DELETE' : 'POST, GET';
+      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use ${allow}`), { Allow: allow });
     }
     if (request.method === 'DELETE' && !this.#allowDelete) {
       return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, 'this server does not let clients end sessions'), { Allow: 'POST, GET' });

@@ -277,8 +277,9 @@ export class LegacySessions {
   async resolve(id: string, auth: AuthInfo): Promise<LiveSession> {
     const now = this.#init.scheduler.now();
     let session = this.#sessions.get(id);
-    if (session === undefined || (this.#init.bus !== undefined && session.stream === undefined)) {
-      // In a fleet the record is the truth for a session whose stream is not here.
+    if (session === undefined || session.stream === undefined) {
+      // The record is the truth for a session whose stream is not here (another node sharing the
+      // store may have served it since).
       const record = await this.#init.store.get(id);
       if (record === undefined) {
         if (session !== undefined) this.#forget(session);
@@ -508,16 +509,15 @@ export class LegacySessions {
         await this.#touch(session, now);
         continue;
       }
-      if (this.#init.bus !== undefined) {
-        // Another node may have served the session since: judge by the shared record.
-        const record = await store.get(session.id);
-        if (record === undefined) {
-          this.#forget(session);
-          continue;
-        }
-        if (record.streamNode !== undefined && record.streamNode !== null && record.streamNode !== this.#init.bus.nodeId) continue;
-        session.lastActivity = Math.max(session.lastActivity, record.lastActivity);
+      // Another node sharing the store may have served the session since: judge by the record.
+      const record = await store.get(session.id);
+      if (record === undefined) {
+        this.#forget(session);
+        continue;
       }
+      const holder = record.streamNode;
+      if (holder !== undefined && holder !== null && holder !== this.#init.bus?.nodeId) continue;
+      session.lastActivity = Math.max(session.lastActivity, record.lastActivity);
       if (session.lastActivity < cutoff) await this.end(session);
     }
     for (const id of await store.idleSince(cutoff)) {

@@ -1,0 +1,198 @@
+// Session plumbing below the wire-level L1–L10 spec: option validation, the session cap, the
+// in-memory store, an asynchronous event log, and two endpoints sharing a store, a log and a
+// SessionBus (a fleet in one process: what the Redis adapters do across processes).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { InvalidOptionError } from '../lib/errors.js';
+import { Hub } from '../lib/hub.js';
+import { resolveSessionOptions } from '../lib/legacy.js';
+import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
+import { MemorySessionStore, type SessionBus, type SessionCommand } from '../lib/session.js';
+import { asyncLog } from './helpers/frames.js';
+import { startEndpoint, type TestServer } from './helpers/http.js';
+import { call, frameText, GetStream, initialize, send, sessionHeaders, updatedMessage } from './helpers/legacy.js';
+import { eventually } from './helpers/http.js';
+
+test('session options: defaults, and each bad value refused by name', () => {
+  assert.equal(resolveSessionOptions(), {
+    sessionIdleTimeout: 1_800_000,
+    sessionGracePeriod: 60_000,
+    sessionPruneInterval: 60_000,
+    replayBufferSize: 100,
+    allowClientSessionDelete: true,
+    subscribeStreamWait: 1_000,
+    maxSessions: 10_000,
+  });
+  assert.is(resolveSessionOptions({ subscribeStreamWait: 0 }).subscribeStreamWait, 0);
+  const bad: [string, unknown][] = [
+    ['sessionIdleTimeout', 0],
+    ['sessionGracePeriod', -1],
+    ['sessionPruneInterval', 2 ** 31],
+    ['replayBufferSize', 1.5],
+    ['allowClientSessionDelete', 'no'],
+    ['subscribeStreamWait', -5],
+    ['maxSessions', Number.NaN],
+  ];
+  for (const [name, value] of bad) {
+    assert.throws(
+      () => resolveSessionOptions({ [name]: value }),
+      (error: unknown) => error instanceof InvalidOptionError && error.message.startsWith(`${name} must be`),
+      name,
+    );
+  }
+});
+
+test('the MemorySessionStore hands out frozen copies and finds idle records', () => {
+  const store = new MemorySessionStore();
+  const subscriptions = ['a'];
+  store.create({ id: 's1', principal: 'p', protocolVersion: '2025-11-25', subscriptions, lastActivity: 10 });
+  subscriptions.push('b');
+  assert.equal(store.get('s1')!.subscriptions, ['a']);
+  assert.ok(Object.isFrozen(store.get('s1')));
+  store.update('s1', { subscriptions: ['a', 'c'], streamNode: 'n1' });
+  assert.equal(store.get('s1')!.subscriptions, ['a', 'c']);
+  assert.is(store.get('s1')!.streamNode, 'n1');
+  store.update('missing', { lastActivity: 1 });
+  assert.is(store.get('missing'), undefined);
+  assert.equal(store.idleSince(11), ['s1']);
+  assert.equal(store.idleSince(10), []);
+  store.delete('s1');
+  assert.is(store.size, 0);
+});
+
+test('maxSessions: an initialize beyond the cap gets 503 and -32000, a DELETE makes room', async () => {
+  const server = await startEndpoint({ maxSessions: 2 });
+  try {
+    const a = await initialize(server.url);
+    await initialize(server.url);
+    const refused = await initialize(server.url, { id: 9 });
+    assert.is(refused.status, 503);
+    assert.equal(refused.json, { jsonrpc: '2.0', id: 9, error: { code: -32000, message: 'server is at its session capacity (maxSessions); retry later' } });
+    assert.is(refused.sessionId, undefined);
+    assert.is((await send(server.url, 'DELETE', sessionHeaders(a.sessionId))).status, 204);
+    assert.is((await initialize(server.url)).status, 200);
+  } finally {
+    await server.close();
+  }
+});
+
+test('an asynchronous event log: frames reach the GET stream in publish order with their ids, and replay works', async () => {
+  const logs = new Map<string, EventLog>();
+  const server = await startEndpoint({
+    subscribeStreamWait: 0,
+    // Later appends resolve first: the session must still write 1, 2, 3… in order.
+    eventLog: (id) => logs.get(id) ?? (logs.set(id, asyncLog(100, (n) => (n % 3) * 4)), logs.get(id)!),
+  });
+  try {
+    const { sessionId } = await initialize(server.url);
+    const get = GetStream.open(server.url, sessionId);
+    await eventually(() => server.endpoint.stats.streams === 1, 2000, 'the GET stream');
+    assert.equal((await call(server.url, sessionId, 2, 'resources/subscribe', { uri: 'file:///a' })).json.result, {});
+    for (let i = 0; i < 6; i++) server.hub.notifyResourceUpdated('file:///a');
+    await get.untilId(6);
+    assert.equal(get.ids, [1, 2, 3, 4, 5, 6]);
+    get.destroy();
+    const again = GetStream.open(server.url, sessionId, { lastEventId: '4' });
+    await again.untilId(6);
+    assert.is(again.withoutKeepAlives, frameText(5, updatedMessage('file:///a')) + frameText(6, updatedMessage('file:///a')));
+    again.destroy();
+  } finally {
+    await server.close();
+  }
+});
+
+/** An in-process SessionBus network: what RedisSessionBus does between processes. */
+function busNetwork() {
+  const members = new Set<{ nodeId: string; deliver: (id: string, command: SessionCommand) => void }>();
+  const sent: [string, string, SessionCommand][] = [];
+  const bus = (nodeId: string): SessionBus => ({
+    nodeId,
+    publish: (id, command) => {
+      sent.push([nodeId, id, command]);
+      for (const member of members) if (member.nodeId !== nodeId) member.deliver(id, command);
+    },
+    connect: (deliver) => {
+      const member = { nodeId, deliver };
+      members.add(member);
+      return () => members.delete(member);
+    },
+  });
+  return { bus, sent };
+}
+
+async function fleet(body: (a: TestServer, b: TestServer, sent: [string, string, SessionCommand][]) => Promise<void>): Promise<void> {
+  const hub = new Hub(); // one hub stands for a hub plus a cross-node bus
+  const store = new MemorySessionStore();
+  const logs = new Map<string, ReplayBuffer>();
+  const eventLog = (id: string) => logs.get(id) ?? (logs.set(id, new ReplayBuffer(100)), logs.get(id)!);
+  const network = busNetwork();
+  const common = { hub, sessionStore: store, eventLog, subscribeStreamWait: 0 };
+  const a = await startEndpoint({ ...common, sessionBus: network.bus('A') });
+  const b = await startEndpoint({ ...common, sessionBus: network.bus('B') });
+  try {
+    await body(a, b, network.sent);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+}
+
+test('fleet: a subscribe POSTed on B reaches the GET stream on A', async () => {
+  await fleet(async (a, b) => {
+    const { sessionId } = await initialize(a.url);
+    const get = GetStream.open(a.url, sessionId);
+    await eventually(() => a.endpoint.stats.streams === 1, 2000, 'the GET stream on A');
+    await eventually(() => a.endpoint.stats.sessionSubscriptions === 1, 2000, 'list-changed on A');
+    const reply = await call(b.url, sessionId, 2, 'resources/subscribe', { uri: 'file:///x' });
+    assert.equal(reply.json, { jsonrpc: '2.0', id: 2, result: {} });
+    await eventually(() => a.endpoint.stats.sessionSubscriptions === 2, 2000, 'the subscription on A');
+    assert.is(b.endpoint.stats.sessionSubscriptions, 0);
+    a.hub.notifyResourceUpdated('file:///x');
+    await get.untilId(1);
+    assert.is(get.withoutKeepAlives, frameText(1, updatedMessage('file:///x')));
+    // Unsubscribed on B: A drops it.
+    assert.equal((await call(b.url, sessionId, 3, 'resources/unsubscribe', { uri: 'file:///x' })).json.result, {});
+    await eventually(() => a.endpoint.stats.sessionSubscriptions === 1, 2000, 'the unsubscribe on A');
+    get.destroy();
+  });
+});
+
+test('fleet: a reconnect with Last-Event-ID served by B replays what A logged, then B carries on the ids', async () => {
+  await fleet(async (a, b, sent) => {
+    const { sessionId } = await initialize(a.url);
+    const get = GetStream.open(a.url, sessionId);
+    await eventually(() => a.endpoint.stats.streams === 1, 2000, 'the GET stream on A');
+    assert.equal((await call(a.url, sessionId, 2, 'resources/subscribe', { uri: 'file:///x' })).json.result, {});
+    a.hub.notifyResourceUpdated('file:///x');
+    await get.untilId(1);
+    get.destroy();
+    await eventually(() => a.endpoint.stats.streams === 0, 2000, 'A to notice the drop');
+    // During A's grace period its subscription keeps logging.
+    for (let i = 0; i < 10; i++) a.hub.notifyResourceUpdated('file:///x');
+    const resumed = GetStream.open(b.url, sessionId, { lastEventId: '1' });
+    await resumed.untilId(11);
+    assert.equal(resumed.ids, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    // B claimed the stream: A let go of the session's subscriptions, B restored them from the record.
+    assert.ok(sent.some(([node, id, command]) => node === 'B' && id === sessionId && command.kind === 'claimed'));
+    await eventually(() => a.endpoint.stats.sessionSubscriptions === 0 && b.endpoint.stats.sessionSubscriptions === 2, 2000, 'the handover');
+    a.hub.notifyResourceUpdated('file:///x');
+    await resumed.untilId(12);
+    assert.equal(resumed.ids.slice(-2), [11, 12], 'exactly one frame per change after the handover');
+    resumed.destroy();
+  });
+});
+
+test('fleet: DELETE on B ends the stream on A', async () => {
+  await fleet(async (a, b) => {
+    const { sessionId } = await initialize(a.url);
+    const get = GetStream.open(a.url, sessionId);
+    await eventually(() => a.endpoint.stats.streams === 1, 2000, 'the GET stream on A');
+    assert.is((await send(b.url, 'DELETE', sessionHeaders(sessionId))).status, 204);
+    await get.untilEnded();
+    assert.ok(get.endedCleanly);
+    await eventually(() => a.endpoint.stats.sessions === 0 && a.endpoint.stats.slots === 0, 2000, 'A to forget the session');
+    assert.is((await call(a.url, sessionId, 5, 'ping')).status, 404);
+  });
+});
+
+test.run();
