@@ -14,21 +14,30 @@
 //   expiring   a token that expires in 50–300 ms: read to the closing frames
 //   lifetime   a per-principal burst over the cap (supersede), read to the closing frames
 //   garbage    malformed requests (bad JSON, batches, wrong types, oversized bodies)
+// and the legacy era (2025-11-25 sessions, DESIGN L1–L10):
+//   legacy     initialize, GET, resources/subscribe, read a few pushes, cut the GET abruptly (or
+//              stop reading, then vanish), reconnect with Last-Event-ID (the replay must continue
+//              the ids with no duplicate), then DELETE the session or abandon it to idle eviction
+//   legacyBad  hostile requests in and around a session: unknown/garbage session ids (404),
+//              another principal's session (403), wrong params (-32602), batches (400), a GET
+//              replaced by a second GET of the same session
 // A publisher posts tools/resources changes and 64 KiB resource updates every few milliseconds.
 // At the end the workers stop, every client socket is destroyed, and the server must hold nothing:
 // endpoint streams, slots and principals at 0, hub topics and registrations at 0, as many stop
-// events as start events. Heap is read after forced GCs (run with --expose-gc) after a warm-up and
+// events as start events; then, after one idle timeout and a final prune sweep, no legacy session,
+// no session subscription and no session record left (sessions opened, deleted by their client
+// and evicted idle are counted through the session store). Heap is read after forced GCs (run with --expose-gc) after a warm-up and
 // at the end. The exit code is 1 when anything leaked (or heap grew by more than --max-heap-growth
 // MiB, default 32), else 0.
 //
-//   npm run soak                                   (~150 s; builds first)
+//   npm run soak                                   (~150 s + a 5 s idle sweep; builds first)
 //   node --expose-gc bench/soak.mjs --duration 20  (seconds)
 //   node --expose-gc bench/soak.mjs --workers 300 --duration 600
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { channels, Hub, McpEndpoint, nodeHandler } from '../dist/lib/index.js';
+import { channels, Hub, McpEndpoint, MemorySessionStore, nodeHandler } from '../dist/lib/index.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,6 +68,21 @@ const mib = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 /* The server */
 
 const hub = new Hub();
+/** The session store, counting records created and deleted (a client's DELETE, or eviction). */
+class CountingStore extends MemorySessionStore {
+  created = 0;
+  deleted = 0;
+  create(record) {
+    this.created++;
+    super.create(record);
+  }
+  delete(id) {
+    if (this.get(id) !== undefined) this.deleted++;
+    super.delete(id);
+  }
+}
+const store = new CountingStore();
+const SESSION_IDLE_MS = 5_000;
 const endpoint = new McpEndpoint({
   hub,
   capabilities: { tools: true, prompts: true, resources: true },
@@ -69,6 +93,12 @@ const endpoint = new McpEndpoint({
   maxStreams: 2_000,
   listenMaxQueue: 32,
   maxBodyBytes: 1024 * 1024,
+  sessionStore: store,
+  sessionIdleTimeout: SESSION_IDLE_MS,
+  sessionGracePeriod: 500,
+  sessionPruneInterval: 500,
+  replayBufferSize: 100,
+  maxSessions: 20_000,
   authenticate: (request) => {
     const ttl = request.header('x-ttl');
     return {
@@ -112,7 +142,11 @@ const publisher = (async () => {
 /* The clients */
 
 const sockets = new Set();
-const counts = { normal: 0, abrupt: 0, midwrite: 0, stalled: 0, expiring: 0, lifetime: 0, garbage: 0, acks: 0, closingFrames: 0, refused: 0, errors: 0 };
+const counts = {
+  normal: 0, abrupt: 0, midwrite: 0, stalled: 0, expiring: 0, lifetime: 0, garbage: 0, legacy: 0, legacyBad: 0,
+  acks: 0, closingFrames: 0, refused: 0, errors: 0,
+  sessionsOpened: 0, sessionsDeleted: 0, sessionsAbandoned: 0, sessionsIdleBeforeDelete: 0, legacySlow: 0, resumed: 0, replayedFrames: 0, legacyRefused: 0,
+};
 
 function listenRequest(id, notifications, headers = {}) {
   const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications } });
@@ -172,6 +206,75 @@ function connect() {
 
 const acked = (seen) => seen.ack;
 const closingDone = (seen) => seen.closed;
+
+/* Legacy sessions (2025-11-25) */
+
+/** One HTTP request on its own connection; resolves with the status, headers and body (or `undefined` if the connection failed). */
+function request(method, headers, body) {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port: PORT, path: '/mcp', method, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: text }));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('error', () => resolve(undefined));
+    req.end(body);
+  });
+}
+
+const rpc = (id, method, params) => JSON.stringify(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params });
+const sessionHeaders = (sid, principal, extra = {}) => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-session-id': sid,
+  'mcp-protocol-version': '2025-11-25',
+  'x-principal': principal,
+  ...extra,
+});
+
+async function openSession(principal) {
+  const reply = await request('POST', { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-principal': principal }, rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } }));
+  const sid = reply?.headers['mcp-session-id'];
+  if (reply?.status !== 200 || typeof sid !== 'string') {
+    counts.errors++;
+    console.error('initialize failed:', reply?.status, reply?.body);
+    return undefined;
+  }
+  counts.sessionsOpened++;
+  return sid;
+}
+
+/** A legacy GET stream on a raw socket; `ids()` are the event ids received so far. */
+function openGet(sid, principal, lastEventId) {
+  const c = connect();
+  const extra = lastEventId === undefined ? '' : `Last-Event-ID: ${lastEventId}\r\n`;
+  const ids = [];
+  let partial = '';
+  c.socket.on('data', (chunk) => {
+    partial += chunk;
+    const lines = partial.split('\n');
+    partial = lines.pop();
+    for (const line of lines) if (line.startsWith('id: ')) ids.push(Number(line.slice(4)));
+  });
+  c.socket.write(`GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: ${sid}\r\nMcp-Protocol-Version: 2025-11-25\r\nX-Principal: ${principal}\r\n${extra}\r\n`);
+  return { ...c, ids: () => ids };
+}
+
+async function subscribe(sid, principal, uri) {
+  const reply = await request('POST', sessionHeaders(sid, principal), rpc(2, 'resources/subscribe', { uri }));
+  if (reply === undefined) return false;
+  // Subscribed, or refused because the GET stream went away meanwhile: both are documented answers.
+  if (reply.body === '{"jsonrpc":"2.0","id":2,"result":{}}') return true;
+  if (reply.status === 200 && /"code":-32602/.test(reply.body)) return false;
+  counts.errors++;
+  console.error('unexpected subscribe answer:', reply.status, reply.body);
+  return false;
+}
+
+const attachedHead = (_, __, head) => head.startsWith('HTTP/1.1 200');
+const increasing = (ids) => ids.every((id, i) => i === 0 || id > ids[i - 1]);
 
 let nextId = 1;
 const scenarios = {
@@ -252,6 +355,104 @@ const scenarios = {
     else counts.errors++;
     c.socket.destroy();
   },
+  async legacy() {
+    const principal = `l${between(1, 300)}`;
+    const sid = await openSession(principal);
+    if (sid === undefined) return;
+    const get = openGet(sid, principal);
+    // While its GET stream is live a session cannot be evicted: any 404 until the cut is a bug.
+    if (!(await get.until(attachedHead, 10_000))) {
+      counts.legacySlow++;
+      get.socket.destroy();
+      return;
+    }
+    for (let i = between(1, 3); i > 0; i--) await subscribe(sid, principal, pick(SMALL));
+    // Read a few pushes, then cut the connection abruptly (or stop reading first, then vanish).
+    await get.until(() => get.ids().length >= between(1, 5), between(50, 500));
+    if (Math.random() < 0.3) {
+      get.socket.pause();
+      await sleep(between(50, 300));
+    }
+    const seen = get.ids();
+    get.socket.resetAndDestroy();
+    // From here the session is idle until the reconnect reaches the server: past SESSION_IDLE_MS it
+    // may be evicted (a 404 is then the documented answer, DESIGN L10); well before, never.
+    let touched = Date.now();
+    const gone = (reply) => reply?.status === 404 && Date.now() - touched > SESSION_IDLE_MS / 2;
+    if (!increasing(seen)) {
+      counts.errors++;
+      console.error('event ids not increasing:', seen.slice(0, 20));
+    }
+    // Reconnect within the grace period with Last-Event-ID: the ids continue after it, no duplicate.
+    await sleep(between(0, 300));
+    const last = seen.at(-1);
+    const again = openGet(sid, principal, last === undefined ? undefined : String(last));
+    if (await again.until(() => again.ids().length >= 1, 5_000)) {
+      counts.resumed++;
+      const ids = again.ids();
+      counts.replayedFrames += ids.length;
+      if ((last !== undefined && ids[0] <= last) || !increasing(ids)) {
+        counts.errors++;
+        console.error(`replay after Last-Event-ID ${last} repeated or reordered ids:`, ids.slice(0, 20));
+      }
+    }
+    await sleep(between(0, 200));
+    if (!again.socket.destroyed && (await again.until(attachedHead, 1))) touched = Date.now();
+    again.socket.destroy();
+    if (Math.random() < 0.5) {
+      const del = await request('DELETE', { 'mcp-session-id': sid, 'x-principal': principal });
+      if (del?.status === 204) counts.sessionsDeleted++;
+      else if (gone(del)) counts.sessionsIdleBeforeDelete++;
+      else if (del !== undefined) {
+        counts.errors++;
+        console.error(`DELETE ${Date.now() - touched} ms after the session was last active answered`, del.status, del.body);
+      }
+    } else {
+      counts.sessionsAbandoned++; // left to the idle sweep
+    }
+  },
+  async legacyBad() {
+    const principal = `b${between(1, 100)}`;
+    const sid = await openSession(principal);
+    if (sid === undefined) return;
+    const first = openGet(sid, principal);
+    if (!(await first.until(attachedHead, 10_000))) {
+      counts.legacySlow++;
+      first.socket.destroy();
+      return;
+    }
+    const checks = [
+      [request('POST', sessionHeaders('0000-not-a-session', principal), rpc(3, 'ping')), (r) => r.status === 404],
+      [request('GET', sessionHeaders(`${sid}x`, principal)), (r) => r.status === 404],
+      [request('DELETE', { 'mcp-session-id': sid, 'x-principal': 'intruder' }), (r) => r.status === 403],
+      [request('GET', sessionHeaders(sid, 'intruder', { 'last-event-id': '0' })), (r) => r.status === 403],
+      [request('POST', sessionHeaders(sid, principal), rpc(4, 'resources/subscribe', { uri: 42 })), (r) => r.status === 200 && r.body.includes('-32602')],
+      [request('POST', sessionHeaders(sid, principal), `[${rpc(5, 'resources/subscribe', { uri: 'file:///x' })}]`), (r) => r.status === 400],
+      [request('POST', sessionHeaders(sid, principal), rpc(6, 'initialize', { protocolVersion: '2025-11-25' })), (r) => r.status === 200 && r.body.includes('-32600')],
+      [request('POST', sessionHeaders(sid, principal), '{"jsonrpc":"2.0","id":7,"method":"resources/sub'), (r) => r.status === 400],
+    ];
+    for (const [pending, ok] of checks) {
+      const reply = await pending;
+      if (reply !== undefined && ok(reply)) counts.legacyRefused++;
+      else {
+        counts.errors++;
+        console.error('unexpected legacy answer:', reply?.status, reply?.body);
+      }
+    }
+    // A second GET replaces the first: the first ends cleanly (the chunked terminator; the
+    // keep-alive connection may stay open).
+    const second = openGet(sid, principal, 'not-a-number');
+    if (!(await first.until((_, text) => text.endsWith('\r\n0\r\n\r\n'), 10_000))) {
+      counts.errors++;
+      console.error('a replaced GET stream did not end within 10 s');
+    }
+    first.socket.destroy();
+    second.socket.resetAndDestroy();
+    if (Math.random() < 0.5) {
+      const del = await request('DELETE', { 'mcp-session-id': sid, 'x-principal': principal });
+      if (del?.status === 204) counts.sessionsDeleted++;
+    } else counts.sessionsAbandoned++;
+  },
 };
 const weights = [
   ['normal', 30],
@@ -261,6 +462,8 @@ const weights = [
   ['expiring', 10],
   ['lifetime', 5],
   ['garbage', 15],
+  ['legacy', 20],
+  ['legacyBad', 5],
 ];
 const table = weights.flatMap(([name, weight]) => Array.from({ length: weight }, () => name));
 
@@ -312,7 +515,7 @@ pool = Array.from({ length: WORKERS }, worker);
 const progress = setInterval(() => {
   const { streams, slots, principals } = endpoint.stats;
   console.log(
-    `  ${Math.round((Date.now() - startedAt) / 1000)} s: opened ${telemetry.start}, closed ${telemetry.stop}, live ${streams} (slots ${slots}, principals ${principals}), hub topics ${hub.size.topics}, heap ${mib(process.memoryUsage().heapUsed)}`,
+    `  ${Math.round((Date.now() - startedAt) / 1000)} s: opened ${telemetry.start}, closed ${telemetry.stop}, live ${streams} (slots ${slots}, principals ${principals}), sessions ${endpoint.stats.sessions} (${store.created} opened, ${store.deleted} ended), hub topics ${hub.size.topics}, heap ${mib(process.memoryUsage().heapUsed)}`,
   );
 }, 15_000);
 await sleep(DURATION_MS);
@@ -323,18 +526,38 @@ publishing = false;
 await publisher;
 for (const socket of sockets) socket.destroy();
 const quiet = await quiesce(15_000);
+// The abandoned sessions: one idle timeout, then the final sweep evicts them all.
+const deletedByClients = counts.sessionsDeleted;
+await sleep(SESSION_IDLE_MS + 100);
+await endpoint.pruneSessions();
+const sessionsLeft = endpoint.stats.sessions;
 gc();
 const heapAfter = process.memoryUsage().heapUsed;
 
-const { streams, slots, principals } = endpoint.stats;
+const { streams, slots, principals, sessionSubscriptions } = endpoint.stats;
 const { topics, subscriptions } = hub.size;
-const leaks = { streams, slots, principals, 'hub topics': topics, 'hub registrations': subscriptions, 'start−stop': telemetry.start - telemetry.stop };
+const leaks = {
+  streams,
+  slots,
+  principals,
+  'hub topics': topics,
+  'hub registrations': subscriptions,
+  'start−stop': telemetry.start - telemetry.stop,
+  sessions: sessionsLeft,
+  'session subscriptions': sessionSubscriptions,
+  'session records': store.size,
+};
 const leaked = Object.values(leaks).some((n) => n !== 0);
 const growth = heapAfter - heapBefore;
 
 console.log('\nscenarios run:', JSON.stringify(Object.fromEntries(weights.map(([name]) => [name, counts[name]]))));
 console.log(`client view: ${counts.acks} acks read, ${counts.closingFrames} closing sequences read, ${counts.refused} bad requests refused, ${counts.errors} unexpected answers`);
 console.log(`server: opened ${telemetry.start} streams (${telemetry.start - startsBefore} after warm-up), closed ${telemetry.stop}; by reason ${JSON.stringify(telemetry.reasons)}; ${telemetry.drop} notifications dropped for slow clients; ${published} published`);
+console.log(
+  `legacy: ${store.created} sessions opened (${counts.sessionsOpened} by clients), ${deletedByClients} deleted by their client, ${store.deleted - deletedByClients} evicted idle (${counts.sessionsAbandoned} abandoned, ${counts.sessionsIdleBeforeDelete} idle past the timeout before their DELETE); ` +
+    `${counts.resumed} reconnects with Last-Event-ID (${counts.replayedFrames} frames read after them), ${counts.legacyRefused} hostile legacy requests refused as documented` +
+    (counts.legacySlow > 0 ? `; ${counts.legacySlow} GETs not answered within 10 s (server overloaded)` : ''),
+);
 console.log(`leaked: ${Object.entries(leaks).map(([k, v]) => `${k} ${v}`).join(', ')}${quiet ? '' : '  (did not settle within 15 s)'}`);
 console.log(`heap after GC: before ${mib(heapBefore)}, after ${mib(heapAfter)} (${growth >= 0 ? '+' : ''}${mib(growth)})`);
 

@@ -170,7 +170,7 @@ const KNOWN_OPTIONS = new Set([
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
-  'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions',
+  'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
 ]);
 
 const NO_SESSIONS: SessionStats = Object.freeze({ sessions: 0, streams: 0, subscriptions: 0 });
@@ -233,6 +233,7 @@ export class McpEndpoint {
       allowClientSessionDelete: options.allowClientSessionDelete,
       subscribeStreamWait: options.subscribeStreamWait,
       maxSessions: options.maxSessions,
+      maxSubscriptionsPerSession: options.maxSubscriptionsPerSession,
     });
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
@@ -259,6 +260,7 @@ export class McpEndpoint {
             instructions: options.instructions,
             keepAliveInterval: this.listenOptions.keepAliveInterval,
             maxQueue: this.listenOptions.listenMaxQueue,
+            maxStreamLifetime: this.listenOptions.maxStreamLifetime,
             slots: this.slots,
             scheduler: this.#scheduler,
             eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
@@ -400,7 +402,7 @@ export class McpEndpoint {
     }
     const stream = legacy.stream(session, request.header('last-event-id'), context, this.#shutdown);
     if (stream === undefined) {
-      return jsonError(503, null, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
+      return jsonError(503, null, new JsonRpcError(ErrorCode.ServerBusy, this.#closed ? 'server is shutting down' : 'server is at its stream capacity (maxStreams); retry later'));
     }
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, ...stream };
   }

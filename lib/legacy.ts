@@ -18,7 +18,7 @@ import { keepAlive } from '../operators/keepAlive.js';
 import { replayFrom } from '../operators/replayFrom.js';
 import { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
 import type { AuthInfo } from './auth.js';
-import { expiresAt as tokenExpiry } from './closeTriggers.js';
+import { lifetimeCap, expiresAt as tokenExpiry } from './closeTriggers.js';
 import { encodeResourceUpdated } from './encode.js';
 import type { RequestContext } from './endpoint.js';
 import { InvalidOptionError } from './errors.js';
@@ -60,6 +60,11 @@ export interface SessionOptions {
    * flood of `initialize` cannot exhaust memory. Default 10 000.
    */
   readonly maxSessions: number;
+  /**
+   * The most resource URIs one session may subscribe to (like the 1000 URIs of a listen filter);
+   * one more answers `-32602` until it unsubscribes from one. Default 1000.
+   */
+  readonly maxSubscriptionsPerSession: number;
 }
 
 /** The legacy options used where none are given. */
@@ -71,6 +76,7 @@ export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = Object.freeze({
   allowClientSessionDelete: true,
   subscribeStreamWait: 1_000,
   maxSessions: 10_000,
+  maxSubscriptionsPerSession: 1_000,
 });
 
 /**
@@ -90,6 +96,7 @@ export function resolveSessionOptions(input: Partial<SessionOptions> = {}): Read
     allowClientSessionDelete: allow,
     subscribeStreamWait: wait === 0 ? 0 : milliseconds('subscribeStreamWait', wait),
     maxSessions: positiveInteger('maxSessions', pick('maxSessions')),
+    maxSubscriptionsPerSession: positiveInteger('maxSubscriptionsPerSession', pick('maxSubscriptionsPerSession')),
   });
 }
 
@@ -112,6 +119,8 @@ export interface LegacySessionsInit {
   readonly serverInfo: ServerInfo;
   readonly instructions: string | undefined;
   readonly keepAliveInterval: number;
+  /** A GET stream ends (cleanly: the client reconnects and is authorized again) after this many milliseconds. */
+  readonly maxStreamLifetime: number;
   readonly maxQueue: number;
   readonly slots: StreamSlots;
   readonly scheduler: SchedulerLike;
@@ -318,10 +327,12 @@ export class LegacySessions {
   ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
     const slot = this.#closed || session.ended ? undefined : this.#init.slots.tryAcquire();
     if (slot === undefined) return undefined;
-    const { scheduler, keepAliveInterval, maxQueue } = this.#init;
+    const { scheduler, keepAliveInterval, maxQueue, maxStreamLifetime } = this.#init;
     const open = (demand$: Observable<boolean>) =>
       defer(() => {
-        if (session.ended || this.#closed) {
+        const expiry = context.auth.expiresAt;
+        // A credential already expired gets nothing, not even the replay.
+        if (session.ended || this.#closed || (expiry !== undefined && expiry <= scheduler.now())) {
           slot.release();
           return EMPTY;
         }
@@ -334,7 +345,12 @@ export class LegacySessions {
         session.grace?.unsubscribe();
         session.grace = undefined;
         this.#watchListChanged(session);
-        const ends: Subscription[] = [shutdown$.subscribe(() => this.#endStream(session, handle))];
+        // Like a listen, a GET stream lives at most maxStreamLifetime: its client reconnects (with
+        // Last-Event-ID) and its subscriptions are authorized again on restore.
+        const ends: Subscription[] = [
+          shutdown$.subscribe(() => this.#endStream(session, handle)),
+          lifetimeCap(maxStreamLifetime, scheduler)(EMPTY).subscribe(() => this.#endStream(session, handle)),
+        ];
         const expiresAt = context.auth.expiresAt;
         if (expiresAt !== undefined) {
           ends.push(tokenExpiry(expiresAt, scheduler)(EMPTY).subscribe(() => this.#endStream(session, handle)));
@@ -373,6 +389,7 @@ export class LegacySessions {
     }
     const stream = session.stream;
     if (stream === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, STREAM_REQUIRED);
+    this.#checkCap(session, uri);
     const outcome = await this.#establish(session, uri, context, stream);
     if (outcome !== undefined) throw outcome.error;
     return {};
@@ -401,6 +418,7 @@ export class LegacySessions {
    * (the providers are the same on every node), persisted, and handed to the holder to establish.
    */
   async #subscribeRemote(session: LiveSession, uri: string, context: RequestContext): Promise<object> {
+    this.#checkCap(session, uri);
     let provider: ResourceProvider | undefined;
     let readable = false;
     try {
@@ -418,6 +436,13 @@ export class LegacySessions {
     }
     await this.#init.bus!.publish(session.id, { kind: 'subscribe', uri });
     return {};
+  }
+
+  #checkCap(session: LiveSession, uri: string): void {
+    const cap = this.#init.options.maxSubscriptionsPerSession;
+    if (!session.uris.includes(uri) && session.uris.length >= cap) {
+      throw new JsonRpcError(ErrorCode.InvalidParams, `a session can hold at most ${cap} resource subscriptions; unsubscribe from one first`);
+    }
   }
 
   async #provider(uri: string, context: RequestContext): Promise<ResourceProvider | undefined> {
@@ -663,6 +688,7 @@ export class LegacySessions {
 
       const frame = resourceUpdatedFrame(uri);
       let subscribing = true;
+      let emittedEarly = false;
       let failure: { error: unknown } | undefined;
       let subscription: Subscription | undefined;
       const forget = () => {
@@ -670,7 +696,8 @@ export class LegacySessions {
       };
       try {
         subscription = from(provider.changes(uri, context)).subscribe({
-          next: () => session.push(frame),
+          // A value emitted while subscribing is written once the subscribe has succeeded.
+          next: () => (subscribing ? (emittedEarly = true) : session.push(frame)),
           error: (error: unknown) => {
             if (subscribing) failure = { error };
             else reportError('source', error);
@@ -686,6 +713,7 @@ export class LegacySessions {
         subscription?.unsubscribe();
         return failed(failure.error);
       }
+      if (emittedEarly) session.push(frame);
       if (subscription === undefined || subscription.closed) {
         // A source that completed at once has nothing to say later: subscribed, and that is all.
       } else {

@@ -22,6 +22,7 @@ test('session options: defaults, and each bad value refused by name', () => {
     allowClientSessionDelete: true,
     subscribeStreamWait: 1_000,
     maxSessions: 10_000,
+    maxSubscriptionsPerSession: 1_000,
   });
   assert.is(resolveSessionOptions({ subscribeStreamWait: 0 }).subscribeStreamWait, 0);
   const bad: [string, unknown][] = [
@@ -32,6 +33,7 @@ test('session options: defaults, and each bad value refused by name', () => {
     ['allowClientSessionDelete', 'no'],
     ['subscribeStreamWait', -5],
     ['maxSessions', Number.NaN],
+    ['maxSubscriptionsPerSession', 0],
   ];
   for (const [name, value] of bad) {
     assert.throws(

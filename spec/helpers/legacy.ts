@@ -78,7 +78,7 @@ export function framesText(from: number, to: number, message: (id: number) => un
   return text;
 }
 
-const FRAME = /event: message\nid: (\d+)\ndata: (.*)\n\n/g;
+const FRAME = /event: message\nid: (\d+)\ndata: ([^\n]*)\n\n/g;
 
 /** A legacy `GET /mcp` stream read as text, exactly as it arrives. */
 export class GetStream {
