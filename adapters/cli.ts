@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { CloseNoticeMode } from '../lib/options.js';
 import { listen, ListenClientError } from './client.js';
-import { startReferenceServer, type ReferenceServerOptions } from './reference/server.js';
+import { redactedUrl, startReferenceServer, type ReferenceFleet, type ReferenceServerOptions } from './reference/server.js';
 
 const USAGE = `usage:
   mcp-rx-streams serve [--dir DIR] [--port N] [--host H] [--token-secret SECRET]
@@ -12,6 +12,7 @@ const USAGE = `usage:
                        [--max-listens-per-principal N] [--max-streams N] [--listen-max-queue N]
                        [--close-notice cancelled-then-result|result-only]
                        [--session-idle-timeout MS] [--session-grace-period MS] [--replay-buffer-size N]
+                       [--redis URL [--node-id ID] [--watch-lease-ttl MS]]
   mcp-rx-streams listen URL [--tools] [--prompts] [--resources] [--resource URI]... [--token T] [--id ID]`;
 
 /** A command-line mistake: printed as one line, exit code 2. */
@@ -27,6 +28,7 @@ const integerFlags = {
   'session-idle-timeout': 'sessionIdleTimeout',
   'session-grace-period': 'sessionGracePeriod',
   'replay-buffer-size': 'replayBufferSize',
+  'watch-lease-ttl': 'watchLeaseTtl',
 } as const;
 
 function positive(flag: string, value: string): number {
@@ -47,6 +49,8 @@ async function serve(argv: string[]): Promise<void> {
       host: { type: 'string' },
       'token-secret': { type: 'string' },
       'close-notice': { type: 'string' },
+      redis: { type: 'string' },
+      'node-id': { type: 'string' },
       ...Object.fromEntries(Object.keys(integerFlags).map((flag) => [flag, { type: 'string' as const }])),
     },
   });
@@ -70,8 +74,19 @@ async function serve(argv: string[]): Promise<void> {
     if (values['token-secret'] === '') throw new UsageError('--token-secret must not be empty');
     options.tokenSecret = values['token-secret'];
   }
+  if (values.redis !== undefined) {
+    if (!/^rediss?:\/\//.test(values.redis)) throw new UsageError(`--redis must be a redis:// or rediss:// URL, got ${JSON.stringify(redactedUrl(values.redis))}`);
+    options.redis = values.redis;
+    if (values['node-id'] !== undefined) options.nodeId = values['node-id'];
+    if (typeof options.watchLeaseTtl === 'number' && options.watchLeaseTtl < 30) {
+      throw new UsageError(`--watch-lease-ttl must be at least 30 (milliseconds), got ${options.watchLeaseTtl}`);
+    }
+  } else if (values['node-id'] !== undefined || options.watchLeaseTtl !== undefined) {
+    throw new UsageError(`--${values['node-id'] === undefined ? 'watch-lease-ttl' : 'node-id'} needs --redis URL`);
+  }
   const server = await startReferenceServer(options as ReferenceServerOptions);
   process.stdout.write(`mcp-rx-streams listening on ${server.url}\n`);
+  if (server.fleet !== undefined) reportFleet(server.fleet, values.redis!);
   const stop = () => {
     server.close().then(
       () => process.exit(0),
@@ -80,6 +95,20 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+/**
+ * One stdout line per fleet transition: the watch lease moving, Redis lost and back (with the
+ * running totals of hub events not relayed to other nodes, and of folder changes this node served
+ * to its own streams only while it could not hear the fleet).
+ */
+function reportFleet(fleet: ReferenceFleet, redis: string): void {
+  const say = (line: string) => process.stdout.write(`fleet: ${line}\n`);
+  say(`node ${fleet.nodeId} on ${redactedUrl(redis)}`);
+  fleet.lease.held$.subscribe((held) => say(held ? 'watch lease held' : 'watch lease not held'));
+  fleet.sessionBus.connected$.subscribe((connected) =>
+    say(connected ? `redis up (unrelayed ${fleet.bus.stats.unrelayed}, local-only ${fleet.localOnly})` : 'redis down'),
+  );
 }
 
 async function watch(argv: string[]): Promise<void> {

@@ -12,6 +12,14 @@ export type { RedisLeaseOptions } from './lease.js';
 export { RedisPrincipalCap } from './principals.js';
 export type { RedisPrincipalCapOptions, RedisPrincipalCapStats } from './principals.js';
 
+/* Legacy sessions across the fleet: records, replay, commands */
+export { RedisSessionStore } from './sessionStore.js';
+export type { RedisSessionStoreOptions } from './sessionStore.js';
+export { redisEventLogs } from './eventLog.js';
+export type { RedisEventLogs, RedisEventLogsOptions } from './eventLog.js';
+export { RedisSessionBus } from './sessionBus.js';
+export type { RedisSessionBusOptions, RedisSessionBusStats } from './sessionBus.js';
+
 /* Connections and telemetry */
 export type { RedisTarget } from './connection.js';
 export { redisChannels } from './telemetry.js';

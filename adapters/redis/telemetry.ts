@@ -2,7 +2,7 @@ import diagnostics_channel from 'node:diagnostics_channel';
 import type { HubEvent } from '../../lib/hub.js';
 
 /** Which Redis adapter a telemetry event comes from. */
-export type RedisComponent = 'bus' | 'lease' | 'principals';
+export type RedisComponent = 'bus' | 'lease' | 'principals' | 'sessions' | 'eventLog' | 'sessionBus';
 
 /**
  * Published on {@link redisChannels.unrelayed} for each hub event a {@link RedisBus} could not

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -5,13 +6,16 @@ import { errors as joseErrors, jwtVerify } from 'jose';
 import type { Subscription } from 'rxjs';
 import { AuthError, type AuthInfo } from '../../lib/auth.js';
 import { localhostHosts, McpEndpoint, type EndpointRequest, type MethodHandler, type RequestContext } from '../../lib/endpoint.js';
-import { Hub } from '../../lib/hub.js';
+import { Hub, type HubEvent } from '../../lib/hub.js';
+import { InvalidOptionError } from '../../lib/errors.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
-import type { SessionOptions } from '../../lib/legacy.js';
-import type { ListenOptions, StreamLimits } from '../../lib/options.js';
+import { resolveSessionOptions, type SessionOptions } from '../../lib/legacy.js';
+import { resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
 import { hubResources } from '../../lib/resources.js';
 import { nodeHandler } from '../node.js';
-import { ensureDemoData, FileResources } from './files.js';
+import type { RedisEventLogs } from '../redis/eventLog.js';
+import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
+import { ensureDemoData, FileResources, type FileChange } from './files.js';
 
 /** The protocol revision the reference server speaks. */
 export const PROTOCOL_VERSION = '2026-07-28';
@@ -28,6 +32,39 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
   readonly tokenSecret?: string;
   /** Milliseconds that bursts of file events from one write are merged over; defaults to 50. */
   readonly debounceMs?: number;
+  /**
+   * Run as one node of a fleet on this Redis (`redis://` URL): hub events, legacy sessions and
+   * their replay, the per-principal cap and the folder watch are shared through it (see
+   * `docs/fleet.md`). Without it everything stays in this process.
+   */
+  readonly redis?: string;
+  /** This node's id in the fleet (no whitespace, no `:`); defaults to a random UUID. Only with `redis`. */
+  readonly nodeId?: string;
+  /**
+   * Milliseconds the folder-watch lease outlives its holder's last renewal; defaults to 5000.
+   * When the holder dies another node publishes the folder's changes after about 4/3 of it. Only with `redis`.
+   */
+  readonly watchLeaseTtl?: number;
+}
+
+/** The Redis parts of a reference server running as a fleet node (`redis` option). */
+export interface ReferenceFleet {
+  readonly nodeId: string;
+  /** Relays hub events between the nodes. */
+  readonly bus: RedisBus;
+  /** Held by the one node that publishes the folder's changes. */
+  readonly lease: RedisLease;
+  /** The fleet-wide per-principal cap (`maxListensPerPrincipal`). */
+  readonly principals: RedisPrincipalCap;
+  readonly sessionStore: RedisSessionStore;
+  readonly eventLog: RedisEventLogs;
+  /** Session commands between the nodes; its `connected$` says whether this node hears the fleet. */
+  readonly sessionBus: RedisSessionBus;
+  /**
+   * Hub events of folder changes that this node delivered to its own streams only, because Redis
+   * was unreachable (nobody could relay the lease holder's events to it meanwhile).
+   */
+  readonly localOnly: number;
 }
 
 /** A running reference server. */
@@ -38,7 +75,9 @@ export interface ReferenceServer {
   readonly endpoint: McpEndpoint;
   readonly files: FileResources;
   readonly server: http.Server;
-  /** Closes every stream gracefully (closing frames, reason `shutdown`), then the server. */
+  /** The fleet parts when started with `redis`, else `undefined`. */
+  readonly fleet: ReferenceFleet | undefined;
+  /** Closes every stream gracefully (closing frames, reason `shutdown`), then the server, then the Redis connections. */
   close(): Promise<void>;
 }
 
@@ -57,6 +96,12 @@ export interface ReferenceServer {
  * and folders, resuming with `Last-Event-ID`. Bound to a loopback address, requests with a foreign
  * `Host` or `Origin` are refused (403).
  *
+ * With `redis`, the server is one node of a fleet: every node watches the folder (so each knows
+ * what is subscribable), but only the holder of the folder's watch lease publishes its changes,
+ * which reach the other nodes' streams through the hub's Redis bus; while a node cannot hear
+ * Redis and does not hold the lease, it delivers the changes it sees to its own streams only.
+ * Legacy sessions, their replay buffers and the per-principal cap live in Redis too.
+ *
  * @example
  * const server = await startReferenceServer({ dir: './demo-data', port: 0 });
  * console.log(server.url); // http://127.0.0.1:54321/mcp
@@ -64,38 +109,60 @@ export interface ReferenceServer {
  * @param options see {@link ReferenceServerOptions}.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, ...limits } = options;
+  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, redis, nodeId, watchLeaseTtl, ...limits } = options;
+  if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
+    throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
+  }
+  if (watchLeaseTtl !== undefined && (!Number.isSafeInteger(watchLeaseTtl) || watchLeaseTtl < 30 || watchLeaseTtl > 2_147_483_647)) {
+    throw new InvalidOptionError('watchLeaseTtl', 'a positive integer of milliseconds, at least 30', watchLeaseTtl);
+  }
   await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), debounceMs === undefined ? {} : { debounceMs });
-  const hub = new Hub();
+  let fleet: Fleet | undefined;
+  try {
+    fleet = redis === undefined ? undefined : await openFleet(redis, nodeId ?? randomUUID(), watchLeaseTtl, files.root, limits);
+  } catch (error) {
+    files.close();
+    throw error;
+  }
+  const hub = new Hub(fleet === undefined ? {} : { bus: fleet.bus });
+  // A failed start (a bad option, a port in use) must not leave the watcher or Redis connections open.
+  const abort = async (error: unknown): Promise<never> => {
+    files.close();
+    hub.close();
+    await fleet?.close();
+    throw error;
+  };
   const canRead = (uri: string, { auth }: RequestContext) => files.canRead(uri, auth.scopes);
   // Bound to a loopback address, the server refuses DNS-rebinding requests (foreign Host or Origin).
   const loopback = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host) || host.startsWith('127.');
-  const endpoint = new McpEndpoint({
-    hub,
-    ...limits,
-    capabilities: { tools: true, prompts: true, resources: true },
-    authenticate: tokenSecret === undefined ? undefined : bearer(new TextEncoder().encode(tokenSecret)),
-    canRead,
-    methods: methods(files),
-    serverInfo: SERVER_INFO,
-    // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
-    resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead })],
-    ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
-  });
+  let endpoint: McpEndpoint;
+  try {
+    endpoint = new McpEndpoint({
+      hub,
+      ...limits,
+      capabilities: { tools: true, prompts: true, resources: true },
+      authenticate: tokenSecret === undefined ? undefined : bearer(new TextEncoder().encode(tokenSecret)),
+      canRead,
+      methods: methods(files),
+      ...(fleet === undefined
+        ? {}
+        : { principals: fleet.principals, sessionStore: fleet.sessionStore, eventLog: fleet.eventLog, sessionBus: fleet.sessionBus }),
+      serverInfo: SERVER_INFO,
+      // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
+      resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead })],
+      ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
+    });
+  } catch (error) {
+    return abort(error);
+  }
   const watching: Subscription = files.changes().subscribe((change) => {
-    switch (change.kind) {
-      case 'updated':
-        for (const uri of change.uris) hub.notifyResourceUpdated(uri);
-        return;
-      case 'listChanged':
-        hub.notifyResourcesChanged();
-        for (const uri of change.uris) hub.notifyResourceUpdated(uri);
-        return;
-      case 'tools':
-        return hub.notifyToolsChanged();
-      case 'prompts':
-        return hub.notifyPromptsChanged();
+    for (const event of hubEvents(change)) {
+      if (fleet === undefined || fleet.lease.held) notify(hub, event);
+      else if (!fleet.sessionBus.connected) {
+        fleet.localOnly++;
+        hub.deliver(event);
+      }
     }
   });
 
@@ -112,6 +179,10 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
       server.off('error', reject);
       resolve();
     });
+  }).catch((error: unknown) => {
+    watching.unsubscribe();
+    endpoint.close();
+    return abort(error);
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -123,6 +194,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
     endpoint,
     files,
     server,
+    fleet: fleet?.view,
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         watching.unsubscribe();
@@ -132,8 +204,120 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
         // Streams whose closing frames are written end on their own; idle keep-alive sockets don't.
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      }).then(async () => {
+        // After the streams: their cap releases and session updates go out first.
+        hub.close();
+        await fleet?.close();
       })),
   };
+}
+
+/** The fleet parts, with the counter the watcher updates. */
+interface Fleet extends ReferenceFleet {
+  readonly view: ReferenceFleet;
+  localOnly: number;
+  close(): Promise<void>;
+}
+
+async function openFleet(
+  redis: string,
+  nodeId: string,
+  watchLeaseTtl: number | undefined,
+  root: string,
+  limits: Partial<SessionOptions> & Partial<StreamLimits>,
+): Promise<Fleet> {
+  // Checked here first, so that a bad value is reported under its own name, not a derived one.
+  const { sessionIdleTimeout, sessionPruneInterval, replayBufferSize } = resolveSessionOptions(limits);
+  const { maxListensPerPrincipal } = resolveStreamLimits({ maxListensPerPrincipal: limits.maxListensPerPrincipal });
+  const { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore, redisEventLogs } = await import('../redis/index.js');
+  // A node holding a session's GET stream refreshes the record once per prune interval: the margin.
+  const ttl = Math.min(sessionIdleTimeout + sessionPruneInterval, 2_147_483_647);
+  const parts: { close(): Promise<void> }[] = [];
+  const open = <T extends { close(): Promise<void> }>(part: T): T => (parts.push(part), part);
+  const close = async () => void (await Promise.all(parts.map((part) => part.close())));
+  try {
+    const bus = open(new RedisBus({ redis, nodeId }));
+    const lease = open(new RedisLease({ redis, nodeId, key: `mcp-rx-streams:watch:${root}`, ...(watchLeaseTtl === undefined ? {} : { ttl: watchLeaseTtl }) }));
+    const principals = open(new RedisPrincipalCap({ redis, nodeId, maxPerPrincipal: maxListensPerPrincipal }));
+    const sessionStore = open(new RedisSessionStore({ redis, ttl }));
+    const eventLog = open(redisEventLogs({ redis, ttl, capacity: replayBufferSize }));
+    const sessionBus = open(new RedisSessionBus({ redis, nodeId }));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`Redis at ${redactedUrl(redis)} did not answer within ${REDIS_CONNECT_TIMEOUT} ms; is it running?`)), REDIS_CONNECT_TIMEOUT);
+    });
+    await Promise.race([Promise.all([bus.ready(), sessionStore.ready(), eventLog.ready(), sessionBus.ready()]), timeout]).finally(() => clearTimeout(timer));
+    const fleet: Fleet = {
+      nodeId,
+      bus,
+      lease,
+      principals,
+      sessionStore,
+      eventLog,
+      sessionBus,
+      localOnly: 0,
+      close,
+      view: {
+        nodeId,
+        bus,
+        lease,
+        principals,
+        sessionStore,
+        eventLog,
+        sessionBus,
+        get localOnly() {
+          return fleet.localOnly;
+        },
+      },
+    };
+    return fleet;
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+const REDIS_CONNECT_TIMEOUT = 10_000;
+
+/** The URL without its password, for messages. */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return 'the given URL';
+  }
+}
+
+/** The hub events a folder change stands for, in publishing order. */
+function hubEvents(change: FileChange): HubEvent[] {
+  switch (change.kind) {
+    case 'updated':
+      return change.uris.map((uri) => ({ topic: 'resource', uri }));
+    case 'listChanged':
+      return [{ topic: 'resources' }, ...change.uris.map((uri): HubEvent => ({ topic: 'resource', uri }))];
+    case 'tools':
+      return [{ topic: 'tools' }];
+    case 'prompts':
+      return [{ topic: 'prompts' }];
+  }
+}
+
+/** Publishes `event` on the hub: to this node's streams and, with a bus, to the fleet's. */
+function notify(hub: Hub, event: HubEvent): void {
+  switch (event.topic) {
+    case 'tools':
+      return hub.notifyToolsChanged();
+    case 'prompts':
+      return hub.notifyPromptsChanged();
+    case 'resources':
+      return hub.notifyResourcesChanged();
+    case 'resource':
+      return hub.notifyResourceUpdated(event.uri);
+    case 'task':
+      return hub.notifyTask(event.task);
+  }
 }
 
 function bearer(secret: Uint8Array): (request: EndpointRequest) => Promise<AuthInfo> {

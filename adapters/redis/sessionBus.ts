@@ -1,0 +1,187 @@
+import type { Redis } from 'ioredis';
+import { BehaviorSubject, distinctUntilChanged, type Observable } from 'rxjs';
+import type { SessionBus, SessionCommand } from '../../lib/session.js';
+import { reportError } from '../../lib/telemetry.js';
+import { backoff, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+
+/** Options of {@link RedisSessionBus}. */
+export interface RedisSessionBusOptions {
+  /** The Redis every node of the fleet shares: a `redis://` URL or ioredis options. Required. */
+  readonly redis: RedisTarget;
+  /** The pub/sub channel the fleet's session buses share; defaults to `mcp-rx-streams:sessions`. */
+  readonly channel?: string;
+  /** This node's id, unique in the fleet (no whitespace), recorded as a session's `streamNode`; defaults to a random UUID. */
+  readonly nodeId?: string;
+  /** Longest pause between reconnection attempts, in milliseconds; defaults to 1000. */
+  readonly maxReconnectDelay?: number;
+  /** How long a publish may wait for Redis's acknowledgment before it fails, in milliseconds; defaults to 2000. */
+  readonly publishTimeout?: number;
+}
+
+/** Counters of a {@link RedisSessionBus} since it was created. */
+export interface RedisSessionBusStats {
+  /** Commands Redis acknowledged. */
+  readonly published: number;
+  /** Commands that could not be handed to Redis (offline, error, timeout): their publish rejected. */
+  readonly failed: number;
+  /** Commands from other nodes delivered to this node. */
+  readonly received: number;
+  /** Messages on the channel that were not a well-formed command, ignored. */
+  readonly malformed: number;
+}
+
+/**
+ * A {@link SessionBus} on Redis pub/sub: the {@link SessionCommand}s with which the nodes of a
+ * fleet hand a legacy session's GET stream to each other (`claimed`), reach the node holding it
+ * with a subscribe or unsubscribe POST served elsewhere, and forget an ended session.
+ *
+ * A command is sent as `<nodeId> <JSON [sessionId, command]>` on one channel; every node's
+ * subscriber hands the commands of *other* nodes to the endpoint (a node skips its own).
+ * `publish` resolves once Redis has acknowledged the command and rejects when it could not be
+ * handed over (Redis unreachable, an error, no acknowledgment within `publishTimeout`): nothing
+ * is queued or resent, so a POST that needed it gets a JSON-RPC `-32603` rather than a silent
+ * success. Pub/sub keeps nothing: a node that is reconnecting misses the commands sent
+ * meanwhile (a stale stream it still holds ends at the next `claimed`, or its client's next GET).
+ *
+ * `connected$` tells whether this node hears the fleet (its subscriber connection is up), e.g.
+ * for a node to serve local changes itself while it cannot.
+ *
+ * @example
+ * const sessionBus = new RedisSessionBus({ redis: 'redis://10.0.0.5:6379', nodeId: 'node-a' });
+ * await sessionBus.ready();
+ * const endpoint = new McpEndpoint({ hub, sessionStore, eventLog, sessionBus });
+ * // on shutdown, after endpoint.close():
+ * await sessionBus.close();
+ * @param options see {@link RedisSessionBusOptions}.
+ * @see RedisSessionStore
+ */
+export class RedisSessionBus implements SessionBus {
+  readonly nodeId: string;
+  /** The pub/sub channel. */
+  readonly channel: string;
+  /** `true` while the subscriber connection is up; emits the current value on subscribe, then each change; completes on `close()`. */
+  readonly connected$: Observable<boolean>;
+  readonly #connected = new BehaviorSubject(false);
+  readonly #publisher: Redis;
+  readonly #subscriber: Redis;
+  readonly #prefix: string;
+  readonly #deliverers = new Set<(sessionId: string, command: SessionCommand) => void>();
+  readonly #subscribed: Promise<unknown>;
+  #stats = { published: 0, failed: 0, received: 0, malformed: 0 };
+  #closing: Promise<void> | undefined;
+
+  constructor(options: RedisSessionBusOptions) {
+    const redis = checkTarget(options?.redis);
+    this.nodeId = checkNodeId(options.nodeId);
+    this.channel = checkName('channel', options.channel, 'mcp-rx-streams:sessions');
+    const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
+    const publishTimeout = checkMilliseconds('publishTimeout', options.publishTimeout, 2000);
+    this.#prefix = `${this.nodeId} `;
+    this.connected$ = this.#connected.pipe(distinctUntilChanged());
+    this.#publisher = openConnection(redis, 'sessionBus', 'publisher', {
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: publishTimeout,
+      retryStrategy: backoff(maxReconnectDelay),
+    });
+    this.#subscriber = openConnection(redis, 'sessionBus', 'subscriber', {
+      autoResubscribe: true,
+      maxRetriesPerRequest: null,
+      retryStrategy: backoff(maxReconnectDelay),
+    });
+    this.#subscriber.on('ready', () => this.#connected.next(true));
+    this.#subscriber.on('close', () => this.#connected.next(false));
+    this.#subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.channel) this.#receive(message);
+    });
+    this.#subscribed = this.#subscriber.subscribe(this.channel);
+    this.#subscribed.catch(() => undefined);
+  }
+
+  /** Whether the subscriber connection is up now. */
+  get connected(): boolean {
+    return this.#connected.value;
+  }
+
+  /** A snapshot of the counters; see {@link RedisSessionBusStats}. */
+  get stats(): RedisSessionBusStats {
+    return { ...this.#stats };
+  }
+
+  /** Resolves once both connections are up and the channel is subscribed. */
+  async ready(): Promise<void> {
+    await this.#subscribed;
+    if (this.#publisher.status !== 'ready') {
+      await new Promise<void>((resolve) => this.#publisher.once('ready', () => resolve()));
+    }
+  }
+
+  /** Sends `command` about `sessionId` to every other node; resolves once Redis acknowledged it. */
+  async publish(sessionId: string, command: SessionCommand): Promise<void> {
+    if (this.#closing !== undefined) throw new Error('the session bus is closed');
+    try {
+      await this.#publisher.publish(this.channel, this.#prefix + JSON.stringify([sessionId, command]));
+    } catch (error) {
+      this.#stats.failed++;
+      throw error;
+    }
+    this.#stats.published++;
+  }
+
+  /** Starts handing other nodes' commands to `deliver`; returns the function that stops it. */
+  connect(deliver: (sessionId: string, command: SessionCommand) => void): () => void {
+    const entry = (sessionId: string, command: SessionCommand) => deliver(sessionId, command);
+    this.#deliverers.add(entry);
+    return () => void this.#deliverers.delete(entry);
+  }
+
+  /** Closes both connections (waiting for the acknowledgments still due); `connected$` completes. Idempotent. */
+  close(): Promise<void> {
+    return (this.#closing ??= Promise.all([closeConnection(this.#publisher), closeConnection(this.#subscriber)]).then(() => {
+      this.#connected.next(false);
+      this.#connected.complete();
+    }));
+  }
+
+  #receive(message: string): void {
+    if (message.startsWith(this.#prefix)) return;
+    const space = message.indexOf(' ');
+    const parsed = space > 0 ? parseCommand(message.slice(space + 1)) : undefined;
+    if (parsed === undefined) {
+      this.#stats.malformed++;
+      return;
+    }
+    this.#stats.received++;
+    for (const deliver of this.#deliverers) {
+      try {
+        deliver(parsed[0], parsed[1]);
+      } catch (error) {
+        reportError('source', error);
+      }
+    }
+  }
+}
+
+function parseCommand(json: string): [string, SessionCommand] | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string') return undefined;
+  const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown } | null;
+  if (command === null || typeof command !== 'object') return undefined;
+  switch (command.kind) {
+    case 'claimed':
+      return typeof command.node === 'string' ? [value[0], { kind: 'claimed', node: command.node }] : undefined;
+    case 'subscribe':
+    case 'unsubscribe':
+      return typeof command.uri === 'string' ? [value[0], { kind: command.kind, uri: command.uri }] : undefined;
+    case 'ended':
+      return [value[0], { kind: 'ended' }];
+    default:
+      return undefined;
+  }
+}
