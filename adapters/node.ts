@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Subject, type Subscription } from 'rxjs';
+import { Subscriber } from 'rxjs';
+import { Broadcast } from '../lib/broadcast.js';
 import { encodeFrame } from '../lib/encode.js';
+import type { Frame } from '../lib/frame.js';
 import type { EndpointRequest, EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify raw. */
@@ -66,41 +68,80 @@ function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: Se
   res.writeHead(response.status, response.headers);
   // The client learns the stream is open now, not at its first frame (a legacy GET may have none for a while).
   res.flushHeaders();
-  const demand$ = new Subject<boolean>();
-  let subscription: Subscription | undefined;
-  let closed = false;
+  const writer = new SseWriter(res, graceMs);
+  response.open(writer.demand).subscribe(writer);
+  // The connection closed while the stream was being opened.
+  if (writer.gone) writer.unsubscribe();
+}
+
+// The streams that got frames in this tick, written out together on the next one.
+let dirty: SseWriter[] = [];
+
+function flushDirty(): void {
+  const writers = dirty;
+  dirty = [];
+  for (let i = 0; i < writers.length; i++) writers[i]!.flush();
+}
+
+/**
+ * Writes one stream's frames to its response and reports the socket's demand back. One object
+ * per stream (a Subscriber, not an observer object with closures): idle streams are many.
+ */
+class SseWriter extends Subscriber<Frame> {
+  /** `false` when `write()` returned false, `true` on `'drain'`. */
+  readonly demand = new Broadcast<boolean>();
+  /** Set when the connection closed. */
+  gone = false;
   // The frames a stream gets within one tick (a burst of publishes, a notification and its
   // keep-alive) go out as one write: one HTTP chunk and one syscall instead of one per frame.
   // They are at most one tick's worth: once a write returns false the stream queues upstream.
-  let pending = '';
-  let scheduled = false;
-  const flush = () => {
-    scheduled = false;
-    if (pending === '' || closed) return;
-    const text = pending;
-    pending = '';
-    if (!res.write(text)) demand$.next(false);
+  private pending = '';
+  private scheduled = false;
+  private readonly onDrain = () => this.demand.next(true);
+  private readonly onClose = () => {
+    this.gone = true;
+    this.pending = '';
+    this.res.off('drain', this.onDrain);
+    this.unsubscribe();
   };
-  const onDrain = () => demand$.next(true);
-  const onClose = () => {
-    closed = true;
-    pending = '';
-    res.off('drain', onDrain);
-    subscription?.unsubscribe();
-  };
-  res.on('drain', onDrain);
-  res.once('close', onClose);
-  subscription = response.open(demand$).subscribe({
-    next: (frame) => {
-      pending += encodeFrame(frame);
-      if (!scheduled) {
-        scheduled = true;
-        process.nextTick(flush);
-      }
-    },
-    error: () => res.destroy(),
-    complete: () => {
-      flush();
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly graceMs: number,
+  ) {
+    super();
+    res.on('drain', this.onDrain);
+    res.once('close', this.onClose);
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.pending === '' || this.gone) return;
+    const text = this.pending;
+    this.pending = '';
+    if (!this.res.write(text)) this.demand.next(false);
+  }
+
+  protected override _next(frame: Frame): void {
+    this.pending += encodeFrame(frame);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      if (dirty.push(this) === 1) process.nextTick(flushDirty);
+    }
+  }
+
+  protected override _error(): void {
+    try {
+      this.res.destroy();
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  protected override _complete(): void {
+    try {
+      const { res, graceMs } = this;
+      this.flush();
       res.end();
       // The closing frames may still sit in the socket's buffer of a client that stopped reading:
       // it gets one keep-alive interval to take them, then the connection is dropped.
@@ -109,7 +150,8 @@ function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: Se
         timer.unref();
         res.once('close', () => clearTimeout(timer));
       }
-    },
-  });
-  if (closed) subscription.unsubscribe();
+    } finally {
+      this.unsubscribe();
+    }
+  }
 }

@@ -1,5 +1,5 @@
-import { asyncScheduler, defer, filter, first, isObservable, map, repeat, take, tap, timer } from 'rxjs';
-import type { Observable, SchedulerLike } from 'rxjs';
+import { asyncScheduler, defer, isObservable, map, Observable, take } from 'rxjs';
+import type { SchedulerAction, SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from './errors.js';
 import { isNotification } from './frame.js';
 import type { CloseReason, Frame } from './frame.js';
@@ -24,11 +24,21 @@ export type CloseTrigger = (upstream: Observable<Frame>) => Observable<CloseReas
 // that expires next month) is approached in steps no longer than that.
 const MAX_TIMER_DELAY = 2_147_483_647;
 
-/** Emits once when `scheduler.now()` reaches `epochMs` (at once, asynchronously, if it already has). */
+/** Emits once when `scheduler.now()` reaches `epochMs` (at once, asynchronously, if it already has), then completes. */
 function at(epochMs: number, scheduler: SchedulerLike): Observable<unknown> {
-  return defer(() => timer(Math.min(Math.max(epochMs - scheduler.now(), 0), MAX_TIMER_DELAY), scheduler)).pipe(
-    repeat(),
-    first(() => scheduler.now() >= epochMs),
+  // One scheduled action, rescheduled while the clock is short of the deadline (a far deadline, a
+  // timer that fired early), rather than a `defer`/`timer`/`repeat`/`first` chain per stream.
+  const delayFrom = (now: number) => Math.min(Math.max(epochMs - now, 0), MAX_TIMER_DELAY);
+  return new Observable<unknown>((subscriber) =>
+    scheduler.schedule(function (this: SchedulerAction<undefined>) {
+      const now = scheduler.now();
+      if (now < epochMs) {
+        this.schedule(undefined, delayFrom(now));
+        return;
+      }
+      subscriber.next(now);
+      subscriber.complete();
+    }, delayFrom(scheduler.now())),
   );
 }
 
@@ -36,8 +46,16 @@ function requirePositiveInteger(option: string, value: number): void {
   if (!Number.isInteger(value) || value <= 0) throw new InvalidOptionError(option, 'a positive integer of milliseconds', value);
 }
 
-function requireObservable(option: string, value: unknown): void {
+/** @internal */
+export function requireObservable(option: string, value: unknown): void {
   if (!isObservable(value)) throw new InvalidOptionError(option, 'an Observable', value);
+}
+
+/** @internal */
+export function requireEpochMs(option: string, value: unknown): void {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InvalidOptionError(option, 'a finite number of milliseconds since the epoch', value);
+  }
 }
 
 /**
@@ -79,9 +97,7 @@ export function lifetimeCap(ms: number, scheduler: SchedulerLike = asyncSchedule
  * @see closeWhen
  */
 export function expiresAt(epochMs: number, scheduler: SchedulerLike = asyncScheduler): CloseTrigger {
-  if (typeof epochMs !== 'number' || !Number.isFinite(epochMs)) {
-    throw new InvalidOptionError('expiresAt epochMs', 'a finite number of milliseconds since the epoch', epochMs);
-  }
+  requireEpochMs('expiresAt epochMs', epochMs);
   return () => at(epochMs, scheduler).pipe(map((): CloseReason => 'token_expired'));
 }
 
@@ -106,16 +122,18 @@ export function expiresAt(epochMs: number, scheduler: SchedulerLike = asyncSched
  */
 export function idleTimeout(ms: number, scheduler: SchedulerLike = asyncScheduler): CloseTrigger {
   requirePositiveInteger('idleTimeout ms', ms);
+  // Hand-written rather than `tap` + `filter` + `map`: it sees every frame of the stream.
   return (upstream) =>
-    defer(() => {
+    new Observable<CloseReason>((subscriber) => {
       let lastActivity = scheduler.now();
-      return upstream.pipe(
-        tap((frame) => {
+      return upstream.subscribe({
+        next: (frame) => {
           if (isNotification(frame)) lastActivity = scheduler.now();
-        }),
-        filter((frame) => frame.type === 'comment' && scheduler.now() - lastActivity >= ms),
-        map((): CloseReason => 'idle_timeout'),
-      );
+          else if (frame.type === 'comment' && scheduler.now() - lastActivity >= ms) subscriber.next('idle_timeout');
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      });
     });
 }
 

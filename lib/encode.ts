@@ -97,9 +97,10 @@ export function encodeResourceUpdated(uri: string): EncodedMessage {
  */
 export function messageJson(frame: MessageFrame): string {
   const encoded = frame.encoded ?? encodeMessage(frame.message);
-  return frame.subscriptionId === undefined || encoded.tail === ''
-    ? encoded.plain
-    : encoded.head + JSON.stringify(frame.subscriptionId) + encoded.tail;
+  const id = frame.subscriptionId;
+  if (id === undefined || encoded.tail === '') return encoded.plain;
+  // A finite number's JSON is its string form; a string id needs quoting and escaping.
+  return encoded.head + (typeof id === 'number' ? `${id}` : JSON.stringify(id)) + encoded.tail;
 }
 
 /**

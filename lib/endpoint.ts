@@ -1,7 +1,7 @@
-import { asyncScheduler, defer, finalize, type Observable, type SchedulerLike, Subject, timer } from 'rxjs';
+import { asyncScheduler, Observable, type SchedulerLike, timer } from 'rxjs';
 import { anonymous, AuthError, type AuthInfo } from './auth.js';
 import { InvalidOptionError } from './errors.js';
-import { authorizeListenFilter, parseListenFilter, type ServerCapabilities } from './filter.js';
+import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ServerCapabilities } from './filter.js';
 import type { Frame } from './frame.js';
 import { HttpError } from './httpError.js';
 import type { Hub } from './hub.js';
@@ -14,13 +14,14 @@ import {
   type SessionOptions,
   type SessionStats,
 } from './legacy.js';
+import { Broadcast } from './broadcast.js';
 import { listenStream } from './listen.js';
 import { milliseconds, positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from './options.js';
-import { PrincipalRegistry, type PrincipalCap } from './principals.js';
+import { type Admission, PrincipalRegistry, type PrincipalCap } from './principals.js';
 import { hubResources, type ResourceProvider } from './resources.js';
 import { ReplayBuffer, type EventLog } from './replayBuffer.js';
 import { MemorySessionStore, type SessionBus, type SessionStore } from './session.js';
-import { StreamSlots } from './slots.js';
+import { type Slot, StreamSlots } from './slots.js';
 import { reportError } from './telemetry.js';
 
 /** The protocol revision of the modern era (`subscriptions/listen`). */
@@ -204,7 +205,8 @@ export class McpEndpoint {
   readonly #allowDelete: boolean;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
   readonly #scheduler: SchedulerLike;
-  readonly #shutdown = new Subject<void>();
+  // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
+  readonly #shutdown = new Broadcast<void>();
   #streams = 0;
   #closed = false;
 
@@ -486,18 +488,27 @@ export class McpEndpoint {
       slot.release();
       throw error;
     }
-    const { auth } = context;
+    return this.#listenResponse(id, authorized, context.auth.principal, context.auth.expiresAt, slot);
+  }
+
+  readonly #closeStream = () => {
+    this.#streams--;
+  };
+
+  // Apart from #listen so that an open stream's closures hold only what the stream needs, not the
+  // request, its body and its context (times 10 000 idle streams).
+  #listenResponse(id: JsonRpcId, filter: ListenFilter, principal: string, expiresAt: number | undefined, slot: Slot): EndpointResponse {
     const open = (demand$: Observable<boolean>) =>
-      defer(() => {
-        const admission = this.principals.admit(auth.principal);
+      new Observable<Frame>((subscriber) => {
+        const admission = this.principals.admit(principal);
         let stream: Observable<Frame>;
         try {
           stream = listenStream({
             requestId: id,
-            filter: authorized,
+            filter,
             hub: this.hub,
             options: this.listenOptions,
-            expiresAt: auth.expiresAt,
+            expiresAt,
             supersede$: admission.superseded$,
             shutdown$: this.#shutdown,
             demand$,
@@ -510,15 +521,27 @@ export class McpEndpoint {
           throw error;
         }
         this.#streams++;
-        return stream.pipe(
-          finalize(() => {
-            this.#streams--;
-            admission.release();
-            slot.release();
-          }),
-        );
+        stream.subscribe(subscriber);
+        // Released after the stream's own teardown (added after it subscribed), as `finalize` would;
+        // an object rather than a closure, so that an open stream holds none of this scope.
+        return new StreamRelease(this.#closeStream, admission, slot);
       });
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon: () => slot.release() };
+  }
+}
+
+/** What an open listen stream gives back when it ends, whatever the reason. */
+class StreamRelease {
+  constructor(
+    private readonly onClose: () => void,
+    private readonly admission: Admission,
+    private readonly slot: Slot,
+  ) {}
+
+  unsubscribe(): void {
+    this.onClose();
+    this.admission.release();
+    this.slot.release();
   }
 }
 

@@ -1,6 +1,6 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { encodeMessage, encodeResourceUpdated } from './encode.js';
-import type { MessageFrame } from './frame.js';
+import type { MessageFrame, TopicKind } from './frame.js';
 import type { JsonRpcNotification } from './jsonrpc.js';
 import { reportError } from './telemetry.js';
 
@@ -200,17 +200,57 @@ export class Hub {
    * @param selector which topic; resource URIs and task ids are matched exactly.
    */
   topic(selector: TopicSelector): Observable<MessageFrame> {
-    switch (selector.topic) {
+    const key = selector.topic === 'resource' ? selector.uri : selector.topic === 'task' ? selector.taskId : undefined;
+    if ((selector.topic === 'resource' || selector.topic === 'task') && typeof key !== 'string') {
+      throw new TypeError(`a topic key must be a string, got ${typeof key}`);
+    }
+    const kind = selector.topic;
+    return new Observable<MessageFrame>((subscriber) => {
+      this.attach(kind, key, subscriber);
+      return () => this.detach(kind, key, subscriber);
+    });
+  }
+
+  /**
+   * Registers `subscriber` on one topic directly, without an Observable and its teardown (the
+   * fused listen pipeline of thousands of streams); undo with {@link Hub.detach}.
+   * @param topic the topic kind.
+   * @param key the URI (`resource`) or task id (`task`); ignored for the other kinds.
+   * @internal
+   */
+  attach(topic: TopicKind, key: string | undefined, subscriber: Subscriber<MessageFrame>): void {
+    this.registry(topic, key, true)!.add(subscriber);
+  }
+
+  /**
+   * Removes a registration made with {@link Hub.attach}, and the topic's entry with its last stream.
+   * @internal
+   */
+  detach(topic: TopicKind, key: string | undefined, subscriber: Subscriber<MessageFrame>): void {
+    const entry = this.registry(topic, key, false);
+    if (entry === undefined) return;
+    entry.delete(subscriber);
+    // No entry outlives its last stream: a topic nobody listens to costs nothing.
+    if (entry.subscribers.size === 0 && (topic === 'resource' || topic === 'task')) {
+      (topic === 'resource' ? this.resourceTopics : this.taskTopics).delete(key!);
+    }
+  }
+
+  private registry(topic: TopicKind, key: string | undefined, create: boolean): Topic | undefined {
+    switch (topic) {
       case 'tools':
-        return fixed(this.tools);
+        return this.tools;
       case 'prompts':
-        return fixed(this.prompts);
+        return this.prompts;
       case 'resources':
-        return fixed(this.resources);
+        return this.resources;
       case 'resource':
-        return keyed(this.resourceTopics, selector.uri);
-      case 'task':
-        return keyed(this.taskTopics, selector.taskId);
+      case 'task': {
+        const topics = topic === 'resource' ? this.resourceTopics : this.taskTopics;
+        let entry = topics.get(key!);
+        if (entry === undefined && create) topics.set(key!, (entry = new Topic()));
+        return entry;
+      }
     }
   }
 
@@ -255,25 +295,4 @@ export class Hub {
       encoded,
     });
   }
-}
-
-function fixed(topic: Topic): Observable<MessageFrame> {
-  return new Observable<MessageFrame>((subscriber) => {
-    topic.add(subscriber);
-    return () => topic.delete(subscriber);
-  });
-}
-
-function keyed(topics: Map<string, Topic>, key: string): Observable<MessageFrame> {
-  if (typeof key !== 'string') throw new TypeError(`a topic key must be a string, got ${typeof key}`);
-  return new Observable<MessageFrame>((subscriber) => {
-    let topic = topics.get(key);
-    if (topic === undefined) topics.set(key, (topic = new Topic()));
-    topic.add(subscriber);
-    return () => {
-      topic.delete(subscriber);
-      // No entry outlives its last stream: a topic nobody listens to costs nothing.
-      if (topic.subscribers.size === 0 && topics.get(key) === topic) topics.delete(key);
-    };
-  });
 }

@@ -1,4 +1,5 @@
-import { Subject, type Observable } from 'rxjs';
+import type { Observable } from 'rxjs';
+import { Broadcast } from './broadcast.js';
 import { InvalidOptionError } from './errors.js';
 
 /** A stream admitted for a principal. */
@@ -26,9 +27,40 @@ export interface PrincipalCap {
   admit(principal: string): Admission;
 }
 
-interface Entry {
-  readonly signal: Subject<void>;
-  live: boolean;
+/**
+ * One admitted stream, its own {@link Admission}. It holds no Subject until `superseded$` is
+ * subscribed, and nothing of its subscribers once released (10 000 idle streams hold one each).
+ */
+class Entry implements Admission {
+  live = true;
+  private signal: Broadcast<void> | undefined;
+  // Once ended, a later `superseded$` only completes, as a completed Subject would.
+  private ended = false;
+
+  constructor(
+    private readonly registry: PrincipalRegistry,
+    private readonly principal: string,
+  ) {}
+
+  // A Broadcast, made on first use: a listen stream attaches to it without subscribing.
+  get superseded$(): Observable<void> {
+    if (this.signal === undefined) {
+      this.signal = new Broadcast<void>();
+      if (this.ended) this.signal.complete();
+    }
+    return this.signal;
+  }
+
+  release(): void {
+    this.registry.remove(this.principal, this);
+  }
+
+  /** Tells the stream (once, when `displaced`) and completes the signal. */
+  end(displaced: boolean): void {
+    this.ended = true;
+    if (displaced) this.signal?.next();
+    this.signal?.complete();
+  }
 }
 
 /**
@@ -48,7 +80,9 @@ interface Entry {
  */
 export class PrincipalRegistry implements PrincipalCap {
   readonly maxPerPrincipal: number;
-  readonly #streams = new Map<string, Entry[]>();
+  // Per principal, its live streams oldest first (a Set keeps insertion order): releasing one
+  // of 10 000 streams of one address is a delete, not a scan.
+  readonly #streams = new Map<string, Set<Entry>>();
 
   constructor(maxPerPrincipal = 4) {
     if (!Number.isSafeInteger(maxPerPrincipal) || maxPerPrincipal <= 0) {
@@ -59,7 +93,7 @@ export class PrincipalRegistry implements PrincipalCap {
 
   /** Live streams of `principal`. */
   count(principal: string): number {
-    return this.#streams.get(principal)?.length ?? 0;
+    return this.#streams.get(principal)?.size ?? 0;
   }
 
   /** Principals with at least one live stream (for leak checks). */
@@ -72,30 +106,33 @@ export class PrincipalRegistry implements PrincipalCap {
    * @param principal the principal's key (authenticated id or address bucket).
    */
   admit(principal: string): Admission {
-    let list = this.#streams.get(principal);
-    if (list === undefined) this.#streams.set(principal, (list = []));
-    const entry: Entry = { signal: new Subject<void>(), live: true };
-    list.push(entry);
-    const displaced = list.length > this.maxPerPrincipal ? list.splice(0, list.length - this.maxPerPrincipal) : [];
-    for (const old of displaced) {
+    let live = this.#streams.get(principal);
+    if (live === undefined) this.#streams.set(principal, (live = new Set()));
+    const entry = new Entry(this, principal);
+    live.add(entry);
+    // All displaced streams stop counting before any is told (a told stream may admit another).
+    const displaced: Entry[] = [];
+    for (const old of live) {
+      if (live.size <= this.maxPerPrincipal) break;
+      live.delete(old);
       old.live = false;
-      old.signal.next();
-      old.signal.complete();
+      displaced.push(old);
     }
-    return {
-      superseded$: entry.signal.asObservable(),
-      release: () => this.#remove(principal, entry),
-    };
+    for (const old of displaced) old.end(true);
+    return entry;
   }
 
-  #remove(principal: string, entry: Entry): void {
+  /**
+   * Removes a released stream from its principal's count (what `Admission.release` calls).
+   * @internal
+   */
+  remove(principal: string, entry: Entry): void {
     if (!entry.live) return;
     entry.live = false;
-    entry.signal.complete();
-    const list = this.#streams.get(principal);
-    if (list === undefined) return;
-    const at = list.indexOf(entry);
-    if (at >= 0) list.splice(at, 1);
-    if (list.length === 0) this.#streams.delete(principal);
+    entry.end(false);
+    const live = this.#streams.get(principal);
+    if (live === undefined) return;
+    live.delete(entry);
+    if (live.size === 0) this.#streams.delete(principal);
   }
 }

@@ -1,4 +1,4 @@
-import { Observable, type SchedulerLike, switchMap, take, timer } from 'rxjs';
+import { Observable, type SchedulerLike } from 'rxjs';
 import type { Frame } from './frame.js';
 
 /** The stream closed but its client did not take the closing frames within the grace period. */
@@ -20,13 +20,14 @@ export class StalledStreamError extends Error {
 export function failWhenStalled(closing$: Observable<unknown>, graceMs: number, scheduler: SchedulerLike) {
   return (source: Observable<Frame>) =>
     new Observable<Frame>((subscriber) => {
+      // One scheduled action from the first close on, rather than a take/switchMap/timer chain.
+      let armed = false;
       subscriber.add(
-        closing$
-          .pipe(
-            take(1),
-            switchMap(() => timer(graceMs, scheduler)),
-          )
-          .subscribe(() => subscriber.error(new StalledStreamError({ graceMs }))),
+        closing$.subscribe(() => {
+          if (armed) return;
+          armed = true;
+          subscriber.add(scheduler.schedule(() => subscriber.error(new StalledStreamError({ graceMs })), graceMs));
+        }),
       );
       source.subscribe(subscriber);
     });

@@ -51,10 +51,7 @@ export function dropWhenQueueExceeds(
       let ready = true;
       let flushing = false;
       let onFlushed: (() => void) | undefined;
-      const queue = new FrameQueue();
-      // Keys of the notifications waiting in `queue`: coalescing is a lookup, not a scan.
-      const pendingKeys = new Set<string>();
-      let pendingNotifications = 0;
+      const pending = new PendingFrames(limit, onDrop);
 
       const flush = () => {
         // A sink that drains synchronously calls back into here from the `next` below: the loop
@@ -62,41 +59,23 @@ export function dropWhenQueueExceeds(
         if (flushing) return;
         flushing = true;
         try {
-          while (ready && queue.length > 0 && !subscriber.closed) {
-            const frame = queue.shift();
-            if (isNotification(frame)) {
-              pendingNotifications--;
-              if (frame.coalesceKey !== undefined) pendingKeys.delete(frame.coalesceKey);
-            }
-            subscriber.next(frame);
-          }
+          while (ready && pending.length > 0 && !subscriber.closed) subscriber.next(pending.shift());
         } finally {
           flushing = false;
         }
-        if (queue.length === 0) onFlushed?.();
+        if (pending.length === 0) onFlushed?.();
       };
 
       // True: write `frame` now. False: it was queued, coalesced, dropped or (a comment) skipped.
       const passes = (frame: Frame): boolean => {
-        if (ready && queue.length === 0) return true;
-        if (frame.type === 'comment') return false;
-        if (frame.priority === 'notification') {
-          const key = frame.coalesceKey;
-          if (key !== undefined && pendingKeys.has(key)) return false;
-          if (pendingNotifications >= limit) {
-            onDrop?.(frame, pendingNotifications);
-            return false;
-          }
-          if (key !== undefined) pendingKeys.add(key);
-          pendingNotifications++;
-        }
-        queue.push(frame);
+        if (ready && pending.length === 0) return true;
+        if (pending.admits(frame)) pending.push(frame);
         return false;
       };
 
       // The source's completion is held back until the queued frames are written.
       const sourceCompleted = () => {
-        if (queue.length === 0) subscriber.complete();
+        if (pending.length === 0) subscriber.complete();
         else onFlushed = () => subscriber.complete();
       };
 
@@ -111,8 +90,72 @@ export function dropWhenQueueExceeds(
       );
       if (subscriber.closed) return;
       source.subscribe(new QueueingSubscriber(subscriber, passes, sourceCompleted));
-      return () => queue.clear();
+      return () => pending.clear();
     });
+}
+
+/**
+ * The frames held for a busy sink, with the rules of {@link dropWhenQueueExceeds}: keep-alive
+ * comments are skipped, a notification whose `coalesceKey` is already held is discarded, one
+ * that finds `limit` notifications held is dropped (reported to `onDrop`), control frames are
+ * always held and never count. Shared with the fused listen pipeline (`lib/listen.ts`).
+ * Allocates nothing until the first frame is held.
+ * @internal
+ */
+export class PendingFrames {
+  private queue: FrameQueue | undefined;
+  // Keys of the notifications held: coalescing is a lookup, not a scan.
+  private keys: Set<string> | undefined;
+  private notifications = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly onDrop?: (frame: MessageFrame, queueLength: number) => void,
+  ) {}
+
+  get length(): number {
+    return this.queue === undefined ? 0 : this.queue.length;
+  }
+
+  /**
+   * Whether `frame`, which cannot be written now, is to be held (the caller then pushes it, or
+   * its tagged copy); false when it is skipped, coalesced or dropped. Counts it when true.
+   */
+  admits(frame: Frame): boolean {
+    if (frame.type === 'comment') return false;
+    if (frame.priority === 'notification') {
+      const key = frame.coalesceKey;
+      if (key !== undefined && this.keys?.has(key) === true) return false;
+      if (this.notifications >= this.limit) {
+        this.onDrop?.(frame, this.notifications);
+        return false;
+      }
+      if (key !== undefined) (this.keys ??= new Set()).add(key);
+      this.notifications++;
+    }
+    return true;
+  }
+
+  /** Holds a frame that {@link admits} accepted. */
+  push(frame: Frame): void {
+    (this.queue ??= new FrameQueue()).push(frame);
+  }
+
+  /** The oldest held frame; only call when `length > 0`. */
+  shift(): Frame {
+    const frame = this.queue!.shift();
+    if (isNotification(frame)) {
+      this.notifications--;
+      if (frame.coalesceKey !== undefined) this.keys!.delete(frame.coalesceKey);
+    }
+    return frame;
+  }
+
+  clear(): void {
+    this.queue?.clear();
+    this.keys?.clear();
+    this.notifications = 0;
+  }
 }
 
 // One hand-written layer instead of `filter(passes)` + `concatWith(flushed$)` on the per-frame path
