@@ -470,13 +470,7 @@ export class LegacySessions {
       case 'ended':
         // The stream (and with it the live subscriptions) is elsewhere now, or the session is gone:
         // forget it here; a later request reads the record again.
-        session.ended = true;
-        session.changed.next();
-        session.changed.complete();
-        this.#sleep(session);
-        this.#endStream(session);
-        this.#sessions.delete(id);
-        if (this.#sessions.size === 0) this.#stopPrune();
+        this.#forget(session);
         return;
       case 'subscribe': {
         if (!session.uris.includes(command.uri)) session.uris = [...session.uris, command.uri];
@@ -499,15 +493,7 @@ export class LegacySessions {
 
   /** Ends a session: its stream, its subscriptions and its record (DELETE, eviction). Idempotent. */
   async end(session: LiveSession): Promise<void> {
-    if (!session.ended) {
-      session.ended = true;
-      session.changed.next();
-      session.changed.complete();
-      this.#sleep(session);
-      this.#endStream(session);
-      this.#sessions.delete(session.id);
-      if (this.#sessions.size === 0) this.#stopPrune();
-    }
+    if (!session.ended) this.#forget(session);
     await this.#init.store.delete(session.id);
     await this.#init.bus?.publish(session.id, { kind: 'ended' });
   }
@@ -550,6 +536,7 @@ export class LegacySessions {
     }
   }
 
+  /** Ends what this node holds of a session (stream, subscriptions, timers); the record is left alone. */
   #forget(session: LiveSession): void {
     session.ended = true;
     session.changed.next();

@@ -57,17 +57,47 @@ export function post(url: string, body: string, headers: Record<string, string> 
   });
 }
 
-/** An open SSE response read as text, exactly as it arrives. */
-export class SseConnection {
+/** Text that arrives over time (a response body), with a way to wait for what it should contain. */
+export abstract class ArrivingText {
   text = '';
+  /** True once the response ended or the connection closed. */
   ended = false;
-  readonly done: Promise<void>;
   private waiters: (() => void)[] = [];
+
+  /** Waits until `predicate` holds (checked on every chunk), failing after `ms`. */
+  async until(predicate: (self: this) => boolean, ms = 3000, what = 'condition'): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!predicate(this)) {
+      if (this.ended && !predicate(this)) throw new Error(`stream ended before ${what}; got:\n${this.text}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${what}; got:\n${this.text}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Re-checks every pending `until` (call on each chunk and at the end). */
+  protected wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+/** An open SSE response read as text, exactly as it arrives. */
+export class SseConnection extends ArrivingText {
+  readonly done: Promise<void>;
 
   private constructor(
     readonly req: http.ClientRequest,
     readonly res: http.IncomingMessage,
   ) {
+    super();
     res.setEncoding('utf8');
     this.done = new Promise((resolve) => {
       res.on('data', (chunk: string) => {
@@ -105,22 +135,6 @@ export class SseConnection {
     return [...this.text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!));
   }
 
-  /** Waits until `predicate` holds (checked on every chunk), failing after `ms`. */
-  async until(predicate: (c: SseConnection) => boolean, ms = 3000, what = 'condition'): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!predicate(this)) {
-      if (this.ended && !predicate(this)) throw new Error(`stream ended before ${what}; got:\n${this.text}`);
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; got:\n${this.text}`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-  }
 
   /** Cuts the connection abruptly. */
   destroy(): void {
@@ -128,11 +142,6 @@ export class SseConnection {
     this.res.destroy();
   }
 
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
-  }
 }
 
 /** Polls `predicate` every 5 ms until it holds, failing after `ms`. */

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net from 'node:net';
+import { ArrivingText } from './http.js';
 
 /** Headers of a legacy POST before a session exists (what the official 1.x client sends with `initialize`). */
 export const INIT_HEADERS = Object.freeze({
@@ -81,18 +82,14 @@ export function framesText(from: number, to: number, message: (id: number) => un
 const FRAME = /event: message\nid: (\d+)\ndata: ([^\n]*)\n\n/g;
 
 /** A legacy `GET /mcp` stream read as text, exactly as it arrives. */
-export class GetStream {
-  text = '';
-  /** True once the response ended or the connection closed. */
-  ended = false;
+export class GetStream extends ArrivingText {
   /** True when the response ended cleanly (`res` 'end': the server finished it), not by a cut. */
   endedCleanly = false;
   res: http.IncomingMessage | undefined;
   /** The response head: resolves when the server sends the status line and headers. */
   readonly response: Promise<http.IncomingMessage>;
-  private waiters: (() => void)[] = [];
-
   private constructor(readonly req: http.ClientRequest) {
+    super();
     this.response = new Promise((resolve, reject) => {
       req.on('error', (error) => {
         this.ended = true;
@@ -156,23 +153,6 @@ export class GetStream {
     return this.text.replaceAll(':\r\n', '');
   }
 
-  /** Waits until `predicate` holds (checked on every chunk), failing after `ms`. */
-  async until(predicate: (s: GetStream) => boolean, ms = 3000, what = 'condition'): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!predicate(this)) {
-      if (this.ended && !predicate(this)) throw new Error(`stream ended before ${what}; got:\n${this.text}`);
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; got:\n${this.text}`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-  }
-
   /** Waits until a frame with id `id` (or a later one) has arrived. */
   untilId(id: number, ms = 3000): Promise<void> {
     return this.until((s) => (s.lastId ?? 0) >= id, ms, `frame id ${id}`);
@@ -192,11 +172,6 @@ export class GetStream {
     this.res?.destroy();
   }
 
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
-  }
 }
 
 /**

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 
 /** A redis-server child process on 127.0.0.1. */
 export interface RedisServer {
@@ -122,4 +123,25 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A redis-server for one spec file: started before its first test, stopped after its last, with
+ * a plain client (`raw`, for inspecting keys) that retries while the server restarts.
+ */
+export function redisForSuite(suite: { before: (hook: () => Promise<void>) => void; after: (hook: () => Promise<void>) => void }): {
+  readonly server: RedisServer;
+  readonly raw: Redis;
+} {
+  const state = {} as { server: RedisServer; raw: Redis };
+  suite.before(async () => {
+    state.server = await startRedis();
+    state.raw = new Redis(state.server.url, { maxRetriesPerRequest: null });
+    state.raw.on('error', () => undefined);
+  });
+  suite.after(async () => {
+    state.raw?.disconnect();
+    await state.server?.close();
+  });
+  return state;
 }

@@ -8,15 +8,9 @@ import { redisChannels, type UnrelayedEvent } from '../../adapters/redis/telemet
 import { InvalidOptionError } from '../../lib/errors.js';
 import { Hub } from '../../lib/hub.js';
 import { eventually, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { redisForSuite } from '../helpers/redis.js';
 
-let redis: RedisServer;
-test.before(async () => {
-  redis = await startRedis();
-});
-test.after(async () => {
-  await redis?.close();
-});
+const suite = redisForSuite(test);
 
 interface Node {
   readonly bus: RedisBus;
@@ -27,7 +21,7 @@ async function withNodes(body: (a: Node, b: Node) => Promise<void>, channel = `h
   const nodes: Node[] = [];
   try {
     for (const nodeId of ['A', 'B']) {
-      const bus = new RedisBus({ redis: redis.url, nodeId, channel });
+      const bus = new RedisBus({ redis: suite.server.url, nodeId, channel });
       nodes.push({ bus, server: await startEndpoint({ hub: new Hub({ bus }) }) });
       await bus.ready();
     }
@@ -88,7 +82,7 @@ test('Redis down: local streams keep receiving, unrelayed publishes are counted 
     const onUnrelayed = (event: unknown) => reported.push(event as UnrelayedEvent);
     redisChannels.unrelayed.subscribe(onUnrelayed);
     try {
-      await redis.stop();
+      await suite.server.stop();
       await eventually(() => a.bus.stats.unrelayed > 0 || (a.server.hub.notifyToolsChanged(), false), 2000, 'a publish to fail');
       const failedBefore = a.bus.stats.unrelayed;
       for (let i = 0; i < 5; i++) a.server.hub.notifyResourceUpdated(URI);
@@ -97,7 +91,7 @@ test('Redis down: local streams keep receiving, unrelayed publishes are counted 
       assert.deepEqual(reported.slice(-5), [1, 2, 3, 4, 5].map((i) => ({ topic: 'resource', reason: 'offline', unrelayed: failedBefore + i })));
 
       const restarted = Date.now();
-      await redis.restart();
+      await suite.server.restart();
       // Cross-node delivery resumes on the same buses, hubs and streams: probe until B hears A.
       const probe = 'file:///probe';
       const onBProbe = await listenOn(b, 3, probe);
@@ -119,7 +113,7 @@ test('Redis down: local streams keep receiving, unrelayed publishes are counted 
 test('messages that are not events are counted and ignored; a node skips its own', async () => {
   await withNodes(async (a, b) => {
     const onB = await listenOn(b, 2);
-    const raw = new Redis(redis.url);
+    const raw = new Redis(suite.server.url);
     try {
       for (const message of ['garbage', 'X not-json', 'X {"topic":"resource"}', 'X {"topic":"nope"}', 'X {"topic":"task","task":{}}', 'X null']) {
         await raw.publish(a.bus.channel, message);
@@ -142,10 +136,10 @@ test('options are validated at construction, naming the option', () => {
   const cases: [Record<string, unknown>, string][] = [
     [{}, 'redis must be a redis:// URL or an ioredis options object, got undefined'],
     [{ redis: '' }, 'redis must be a redis:// URL or an ioredis options object, got ""'],
-    [{ redis: redis.url, channel: '' }, 'channel must be a non-empty string without whitespace, got ""'],
-    [{ redis: redis.url, nodeId: 'a b' }, 'nodeId must be a non-empty string without whitespace, got "a b"'],
-    [{ redis: redis.url, maxReconnectDelay: 0 }, 'maxReconnectDelay must be a positive integer of milliseconds (at least 1), got 0'],
-    [{ redis: redis.url, publishTimeout: 1.5 }, 'publishTimeout must be a positive integer of milliseconds (at least 1), got 1.5'],
+    [{ redis: suite.server.url, channel: '' }, 'channel must be a non-empty string without whitespace, got ""'],
+    [{ redis: suite.server.url, nodeId: 'a b' }, 'nodeId must be a non-empty string without whitespace, got "a b"'],
+    [{ redis: suite.server.url, maxReconnectDelay: 0 }, 'maxReconnectDelay must be a positive integer of milliseconds (at least 1), got 0'],
+    [{ redis: suite.server.url, publishTimeout: 1.5 }, 'publishTimeout must be a positive integer of milliseconds (at least 1), got 1.5'],
   ];
   for (const [options, message] of cases) {
     assert.throws(() => new RedisBus(options as never), (error: unknown) => error instanceof InvalidOptionError && error.message === message);

@@ -1,25 +1,14 @@
 // RedisLease against a real redis-server: contenders in this process and, for a holder that
 // dies without a word, in a child process killed with SIGKILL.
 import { strict as assert } from 'node:assert';
-import { Redis } from 'ioredis';
 import { test } from 'uvu';
 import { RedisLease } from '../../adapters/redis/lease.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { eventually } from '../helpers/http.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { redisForSuite } from '../helpers/redis.js';
 import { runFixture } from './fixtures/child.js';
 
-let redis: RedisServer;
-let raw: Redis;
-test.before(async () => {
-  redis = await startRedis();
-  raw = new Redis(redis.url, { maxRetriesPerRequest: null });
-  raw.on('error', () => undefined);
-});
-test.after(async () => {
-  raw?.disconnect();
-  await redis?.close();
-});
+const suite = redisForSuite(test);
 
 const TTL = 600;
 let keys = 0;
@@ -28,7 +17,7 @@ const holders = (leases: readonly RedisLease[]) => leases.filter((lease) => leas
 
 test('one contender holds the lease at a time; closing the holder hands it over within a period', async () => {
   const key = freshKey();
-  const leases = ['n1', 'n2', 'n3'].map((nodeId) => new RedisLease({ redis: redis.url, key, nodeId, ttl: TTL }));
+  const leases = ['n1', 'n2', 'n3'].map((nodeId) => new RedisLease({ redis: suite.server.url, key, nodeId, ttl: TTL }));
   const changes: string[] = [];
   for (const lease of leases) lease.held$.subscribe((held) => changes.push(`${lease.nodeId}:${held}`));
   try {
@@ -37,18 +26,18 @@ test('one contender holds the lease at a time; closing the holder hands it over 
     await new Promise((resolve) => setTimeout(resolve, TTL + 100));
     const [first] = holders(leases);
     assert.deepEqual(holders(leases), [first]);
-    assert.equal(await raw.get(key), first);
+    assert.equal(await suite.raw.get(key), first);
     assert.deepEqual(changes.filter((c) => c.endsWith(':true')), [`${first}:true`]);
 
     const holder = leases.find((lease) => lease.nodeId === first)!;
     const closedAt = Date.now();
     await holder.close();
     assert.equal(holder.held, false);
-    assert.notEqual(await raw.get(key), first, 'released with compare-and-delete');
+    assert.notEqual(await suite.raw.get(key), first, 'released with compare-and-delete');
     const rest = leases.filter((lease) => lease !== holder);
     await eventually(() => holders(rest).length === 1, 2000, 'a new holder');
     assert.ok(Date.now() - closedAt <= TTL / 3 + 150, `handed over after ${Date.now() - closedAt} ms`);
-    assert.equal(await raw.get(key), holders(rest)[0]);
+    assert.equal(await suite.raw.get(key), holders(rest)[0]);
     assert.equal(changes.filter((c) => c.endsWith(':true')).length, 2);
   } finally {
     await Promise.all(leases.map((lease) => lease.close()));
@@ -58,11 +47,11 @@ test('one contender holds the lease at a time; closing the holder hands it over 
 test('a holder killed with SIGKILL loses the lease to a survivor within ttl + ttl/3', async () => {
   const key = freshKey();
   const ttl = 1000;
-  const child = runFixture('leaseHolder', [redis.url, key, String(ttl), 'doomed']);
+  const child = runFixture('leaseHolder', [suite.server.url, key, String(ttl), 'doomed']);
   let survivor: RedisLease | undefined;
   try {
     await child.waitFor('held\n');
-    survivor = new RedisLease({ redis: redis.url, key, nodeId: 'survivor', ttl });
+    survivor = new RedisLease({ redis: suite.server.url, key, nodeId: 'survivor', ttl });
     await new Promise((resolve) => setTimeout(resolve, ttl / 2));
     assert.equal(survivor.held, false, 'the survivor waits while the child renews');
     const killedAt = Date.now();
@@ -70,7 +59,7 @@ test('a holder killed with SIGKILL loses the lease to a survivor within ttl + tt
     await eventually(() => survivor!.held, 3000, 'the survivor to take the lease');
     const after = Date.now() - killedAt;
     assert.ok(after <= ttl + ttl / 3 + 200, `taken over after ${after} ms`);
-    assert.equal(await raw.get(key), 'survivor');
+    assert.equal(await suite.raw.get(key), 'survivor');
   } finally {
     await child.kill();
     await survivor?.close();
@@ -79,14 +68,14 @@ test('a holder killed with SIGKILL loses the lease to a survivor within ttl + tt
 
 test('a holder cut off from Redis gives the lease up before it can expire, and someone holds it again after Redis returns', async () => {
   const key = freshKey();
-  const leases = ['x', 'y'].map((nodeId) => new RedisLease({ redis: redis.url, key, nodeId, ttl: TTL }));
+  const leases = ['x', 'y'].map((nodeId) => new RedisLease({ redis: suite.server.url, key, nodeId, ttl: TTL }));
   try {
     await eventually(() => holders(leases).length === 1, 2000, 'a holder');
     const stoppedAt = Date.now();
-    await redis.stop();
+    await suite.server.stop();
     await eventually(() => holders(leases).length === 0, TTL, 'the holder to give up');
     assert.ok(Date.now() - stoppedAt < TTL, `gave up after ${Date.now() - stoppedAt} ms, before its key could expire`);
-    await redis.restart();
+    await suite.server.restart();
     await eventually(() => holders(leases).length === 1, 2000, 'a holder after the restart');
   } finally {
     await Promise.all(leases.map((lease) => lease.close()));
@@ -94,7 +83,7 @@ test('a holder cut off from Redis gives the lease up before it can expire, and s
 });
 
 test('held$ replays the current value, completes on close; options are validated', async () => {
-  const lease = new RedisLease({ redis: redis.url, key: freshKey(), ttl: TTL });
+  const lease = new RedisLease({ redis: suite.server.url, key: freshKey(), ttl: TTL });
   try {
     await eventually(() => lease.held, 2000, 'the lease');
     const seen: boolean[] = [];
@@ -107,8 +96,8 @@ test('held$ replays the current value, completes on close; options are validated
     await lease.close();
   }
   const cases: [Record<string, unknown>, string][] = [
-    [{ redis: redis.url, ttl: 29 }, 'ttl must be a positive integer of milliseconds (at least 30), got 29'],
-    [{ redis: redis.url, key: '' }, 'key must be a non-empty string without whitespace, got ""'],
+    [{ redis: suite.server.url, ttl: 29 }, 'ttl must be a positive integer of milliseconds (at least 30), got 29'],
+    [{ redis: suite.server.url, key: '' }, 'key must be a non-empty string without whitespace, got ""'],
     [{ redis: 42 }, 'redis must be a redis:// URL or an ioredis options object, got 42'],
   ];
   for (const [options, message] of cases) {

@@ -1,29 +1,18 @@
 // RedisPrincipalCap against a real redis-server: the M8 supersede rule across two nodes (two
 // endpoints in this process, each with its own cap and connections), dead nodes, and an outage.
 import { strict as assert } from 'node:assert';
-import { Redis } from 'ioredis';
 import { test } from 'uvu';
 import { RedisPrincipalCap } from '../../adapters/redis/principals.js';
 import type { EndpointRequest } from '../../lib/endpoint.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { redisForSuite } from '../helpers/redis.js';
 
-let redis: RedisServer;
-let raw: Redis;
-test.before(async () => {
-  redis = await startRedis();
-  raw = new Redis(redis.url, { maxRetriesPerRequest: null });
-  raw.on('error', () => undefined);
-});
-test.after(async () => {
-  raw?.disconnect();
-  await redis?.close();
-});
+const suite = redisForSuite(test);
 
 let prefixes = 0;
 const freshPrefix = () => `cap${prefixes++}`;
-const members = (prefix: string, principal: string) => raw.zrange(`${prefix}:principal:${principal}`, '0', '-1');
+const members = (prefix: string, principal: string) => suite.raw.zrange(`${prefix}:principal:${principal}`, '0', '-1');
 const byHeader = (request: EndpointRequest) => ({ principal: request.header('x-principal') ?? 'anon', scopes: new Set<string>() });
 
 const frame = (json: string) => `event: message\ndata: ${json}\n\n`;
@@ -35,7 +24,7 @@ const supersededClose = (id: number) =>
 
 test('cap 2 across two nodes: a third listen on node B supersedes the oldest stream, on node A', async () => {
   const prefix = freshPrefix();
-  const caps = ['A', 'B'].map((nodeId) => new RedisPrincipalCap({ redis: redis.url, nodeId, prefix, maxPerPrincipal: 2 }));
+  const caps = ['A', 'B'].map((nodeId) => new RedisPrincipalCap({ redis: suite.server.url, nodeId, prefix, maxPerPrincipal: 2 }));
   const servers: TestServer[] = [];
   try {
     for (const principals of caps) servers.push(await startEndpoint({ principals, authenticate: byHeader }));
@@ -78,9 +67,9 @@ test("a dead node's streams stop counting (no heartbeat); a live node's count", 
     // Two streams of node "ghost", admitted later than anything on B (higher scores): if they
     // count, B's first stream is the oldest beyond the cap.
     const future = String((Date.now() + 60_000) * 1000);
-    await raw.zadd(`${prefix}:principal:p`, future, 'ghost:0', future + 1, 'ghost:1');
-    if (ghostAlive) await raw.set(`${prefix}:node:ghost`, '1', 'PX', 60_000);
-    const cap = new RedisPrincipalCap({ redis: redis.url, nodeId: 'B', prefix, maxPerPrincipal: 2 });
+    await suite.raw.zadd(`${prefix}:principal:p`, future, 'ghost:0', future + 1, 'ghost:1');
+    if (ghostAlive) await suite.raw.set(`${prefix}:node:ghost`, '1', 'PX', 60_000);
+    const cap = new RedisPrincipalCap({ redis: suite.server.url, nodeId: 'B', prefix, maxPerPrincipal: 2 });
     try {
       const superseded: number[] = [];
       for (const n of [0, 1]) cap.admit('p').superseded$.subscribe(() => superseded.push(n));
@@ -100,11 +89,11 @@ test("a dead node's streams stop counting (no heartbeat); a live node's count", 
 
 test('Redis down: the cap holds per node at once; after the restart the fleet-wide record matches the live streams again', async () => {
   const prefix = freshPrefix();
-  const cap = new RedisPrincipalCap({ redis: redis.url, nodeId: 'A', prefix, maxPerPrincipal: 2, maxReconnectDelay: 50 });
+  const cap = new RedisPrincipalCap({ redis: suite.server.url, nodeId: 'A', prefix, maxPerPrincipal: 2, maxReconnectDelay: 50 });
   try {
     const first = cap.admit('p');
     await eventually(() => cap.stats.recorded === 1, 2000, 'the first admission to be recorded');
-    await redis.stop();
+    await suite.server.stop();
     const superseded: string[] = [];
     first.superseded$.subscribe(() => superseded.push('first'));
     const second = cap.admit('p');
@@ -114,12 +103,12 @@ test('Redis down: the cap holds per node at once; after the restart the fleet-wi
     assert.equal(cap.count('p'), 2);
     second.release();
     await eventually(() => cap.stats.failures >= 3, 2000, 'the record of second and third and the removals to fail');
-    await redis.restart();
+    await suite.server.restart();
     // The restarted Redis is empty: the node re-records its live stream (third, A:2) and its
     // heartbeat; the removals that failed are retried and remove nothing.
     await eventually(() => cap.stats.recorded === 2, 3000, 'the live stream to be recorded again');
     assert.deepEqual(await members(prefix, 'p'), ['A:2']);
-    assert.equal(await raw.exists(`${prefix}:node:A`), 1);
+    assert.equal(await suite.raw.exists(`${prefix}:node:A`), 1);
     third.release();
     await eventually(() => cap.size === 0, 1000, 'no principal left');
   } finally {
@@ -129,10 +118,10 @@ test('Redis down: the cap holds per node at once; after the restart the fleet-wi
 
 test('maxPerPrincipal, heartbeatTtl and nodeId are validated at construction, naming the option', () => {
   const cases: [Record<string, unknown>, string][] = [
-    [{ redis: redis.url, maxPerPrincipal: 0 }, 'maxPerPrincipal must be a positive integer, got 0'],
-    [{ redis: redis.url, heartbeatTtl: 10 }, 'heartbeatTtl must be a positive integer of milliseconds (at least 30), got 10'],
-    [{ redis: redis.url, nodeId: 'a:b' }, 'nodeId must be a string without ":" (it separates node and stream in members), got "a:b"'],
-    [{ redis: redis.url, prefix: 'a b' }, 'prefix must be a non-empty string without whitespace, got "a b"'],
+    [{ redis: suite.server.url, maxPerPrincipal: 0 }, 'maxPerPrincipal must be a positive integer, got 0'],
+    [{ redis: suite.server.url, heartbeatTtl: 10 }, 'heartbeatTtl must be a positive integer of milliseconds (at least 30), got 10'],
+    [{ redis: suite.server.url, nodeId: 'a:b' }, 'nodeId must be a string without ":" (it separates node and stream in members), got "a:b"'],
+    [{ redis: suite.server.url, prefix: 'a b' }, 'prefix must be a non-empty string without whitespace, got "a b"'],
   ];
   for (const [options, message] of cases) {
     assert.throws(() => new RedisPrincipalCap(options as never), (error: unknown) => error instanceof InvalidOptionError && error.message === message);

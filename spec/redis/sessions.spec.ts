@@ -2,7 +2,6 @@
 // RedisSessionBus on their own, then two endpoints ("nodes") in this process sharing a session
 // through them, with GET streams read byte for byte over loopback.
 import { strict as assert } from 'node:assert';
-import { Redis } from 'ioredis';
 import { firstValueFrom, filter } from 'rxjs';
 import { test } from 'uvu';
 import { redisEventLogs } from '../../adapters/redis/eventLog.js';
@@ -17,19 +16,9 @@ import type { SessionCommand } from '../../lib/session.js';
 import { updated } from '../helpers/frames.js';
 import { eventually, startEndpoint, type TestServer } from '../helpers/http.js';
 import { call, frameText, GetStream, initialize, send, sessionHeaders, sleep, updatedMessage } from '../helpers/legacy.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { redisForSuite } from '../helpers/redis.js';
 
-let redis: RedisServer;
-let raw: Redis;
-test.before(async () => {
-  redis = await startRedis();
-  raw = new Redis(redis.url, { maxRetriesPerRequest: null });
-  raw.on('error', () => undefined);
-});
-test.after(async () => {
-  raw?.disconnect();
-  await redis?.close();
-});
+const suite = redisForSuite(test);
 
 let prefixes = 0;
 const freshPrefix = () => `sessions${prefixes++}`;
@@ -37,7 +26,7 @@ const record = (id: string) => ({ id, principal: 'p', protocolVersion: '2025-11-
 
 test('RedisSessionStore: create, get, update (streamNode set and cleared), delete; a missing record stays missing', async () => {
   const prefix = freshPrefix();
-  const store = new RedisSessionStore({ redis: redis.url, prefix, ttl: 60_000 });
+  const store = new RedisSessionStore({ redis: suite.server.url, prefix, ttl: 60_000 });
   try {
     await store.ready();
     await store.create(record('s1'));
@@ -50,7 +39,7 @@ test('RedisSessionStore: create, get, update (streamNode set and cleared), delet
     assert.deepEqual(await store.get('s1'), { ...record('s1'), subscriptions: ['file:///b', 'file:///c'], lastActivity: 2000, streamNode: null });
     await store.update('missing', { lastActivity: 5, streamNode: 'x' });
     assert.equal(await store.get('missing'), undefined);
-    assert.equal(await raw.exists(sessionKeys(prefix, 'missing').record), 0, 'an update does not create a record');
+    assert.equal(await suite.raw.exists(sessionKeys(prefix, 'missing').record), 0, 'an update does not create a record');
     assert.deepEqual(store.idleSince(Number.MAX_SAFE_INTEGER), [], 'Redis evicts by itself');
     await store.delete('s1');
     await store.delete('s1');
@@ -62,18 +51,18 @@ test('RedisSessionStore: create, get, update (streamNode set and cleared), delet
 
 test('RedisSessionStore: the record expires ttl after its last update, so Redis evicts idle sessions by itself', async () => {
   const prefix = freshPrefix();
-  const store = new RedisSessionStore({ redis: redis.url, prefix, ttl: 10_000 });
-  const brief = new RedisSessionStore({ redis: redis.url, prefix, ttl: 100 });
+  const store = new RedisSessionStore({ redis: suite.server.url, prefix, ttl: 10_000 });
+  const brief = new RedisSessionStore({ redis: suite.server.url, prefix, ttl: 100 });
   try {
     await Promise.all([store.ready(), brief.ready()]);
     await store.create(record('s1'));
     const key = sessionKeys(prefix, 's1').record;
-    const created = await raw.pttl(key);
+    const created = await suite.raw.pttl(key);
     assert.ok(created > 9000 && created <= 10_000, `pttl ${created}`);
     await sleep(60);
-    const before = await raw.pttl(key);
+    const before = await suite.raw.pttl(key);
     await store.update('s1', { lastActivity: 2000 });
-    const after = await raw.pttl(key);
+    const after = await suite.raw.pttl(key);
     assert.ok(after > before + 40 && after <= 10_000, `an update refreshes the expiry: ${before} → ${after}`);
 
     await brief.create(record('s2'));
@@ -87,8 +76,8 @@ test('RedisSessionStore: the record expires ttl after its last update, so Redis 
 
 test('redisEventLogs: concurrent appends get 1, 2, 3… in list order; after() per L7; frames replay byte for byte', async () => {
   const prefix = freshPrefix();
-  const store = new RedisSessionStore({ redis: redis.url, prefix });
-  const logs = redisEventLogs({ redis: redis.url, prefix, capacity: 5 });
+  const store = new RedisSessionStore({ redis: suite.server.url, prefix });
+  const logs = redisEventLogs({ redis: suite.server.url, prefix, capacity: 5 });
   try {
     await Promise.all([store.ready(), logs.ready()]);
     await store.create(record('s1'));
@@ -112,7 +101,7 @@ test('redisEventLogs: concurrent appends get 1, 2, 3… in list order; after() p
     assert.deepEqual(await log.after('99999999999999999999'), []);
 
     // The first two frames, kept in a capacity-100 log, replay byte for byte too (odd URI, no coalesce key).
-    const wide = redisEventLogs({ redis: redis.url, prefix, capacity: 100 });
+    const wide = redisEventLogs({ redis: suite.server.url, prefix, capacity: 100 });
     try {
       await wide.ready();
       await store.create(record('s2'));
@@ -128,7 +117,7 @@ test('redisEventLogs: concurrent appends get 1, 2, 3… in list order; after() p
     assert.equal((await log.append(updated('file:///z'))).eventId, '9');
     assert.equal((await store.get('s1'))?.lastActivity, 5, 'the counter does not disturb the record');
     await store.delete('s1');
-    assert.equal(await raw.exists(sessionKeys(prefix, 's1').record, sessionKeys(prefix, 's1').log), 0);
+    assert.equal(await suite.raw.exists(sessionKeys(prefix, 's1').record, sessionKeys(prefix, 's1').log), 0);
     assert.deepEqual(await log.after('0'), []);
   } finally {
     await Promise.all([store.close(), logs.close()]);
@@ -137,22 +126,22 @@ test('redisEventLogs: concurrent appends get 1, 2, 3… in list order; after() p
 
 test('redisEventLogs: both keys expire ttl after the last append (never shortening a longer record ttl)', async () => {
   const prefix = freshPrefix();
-  const store = new RedisSessionStore({ redis: redis.url, prefix, ttl: 60_000 });
-  const logs = redisEventLogs({ redis: redis.url, prefix, ttl: 10_000 });
-  const brief = redisEventLogs({ redis: redis.url, prefix, ttl: 100 });
+  const store = new RedisSessionStore({ redis: suite.server.url, prefix, ttl: 60_000 });
+  const logs = redisEventLogs({ redis: suite.server.url, prefix, ttl: 10_000 });
+  const brief = redisEventLogs({ redis: suite.server.url, prefix, ttl: 100 });
   try {
     await Promise.all([store.ready(), logs.ready(), brief.ready()]);
     const { record: recordKey, log: logKey } = sessionKeys(prefix, 's1');
     await store.create(record('s1'));
     await logs('s1').append(updated('file:///a'));
-    assert.ok((await raw.pttl(recordKey)) > 59_000, 'the record keeps its longer ttl');
-    const logTtl = await raw.pttl(logKey);
+    assert.ok((await suite.raw.pttl(recordKey)) > 59_000, 'the record keeps its longer ttl');
+    const logTtl = await suite.raw.pttl(logKey);
     assert.ok(logTtl > 9000 && logTtl <= 10_000, `log pttl ${logTtl}`);
     // A log without a record (a session deleted meanwhile) cleans up after itself.
     await brief('gone').append(updated('file:///a'));
     const { record: goneRecord, log: goneLog } = sessionKeys(prefix, 'gone');
     assert.equal(await store.get('gone'), undefined, 'a counter alone is no record');
-    await waitUntil(async () => (await raw.exists(goneRecord, goneLog)) === 0, 2000, 'the stray keys to expire');
+    await waitUntil(async () => (await suite.raw.exists(goneRecord, goneLog)) === 0, 2000, 'the stray keys to expire');
   } finally {
     await Promise.all([store.close(), logs.close(), brief.close()]);
   }
@@ -160,7 +149,7 @@ test('redisEventLogs: both keys expire ttl after the last append (never shorteni
 
 test('RedisSessionBus: commands reach the other nodes once, never the sender; malformed messages are counted and ignored', async () => {
   const channel = `sessions-${freshPrefix()}`;
-  const buses = ['A', 'B'].map((nodeId) => new RedisSessionBus({ redis: redis.url, nodeId, channel }));
+  const buses = ['A', 'B'].map((nodeId) => new RedisSessionBus({ redis: suite.server.url, nodeId, channel }));
   const heard: [string, string, SessionCommand][] = [];
   try {
     for (const bus of buses) {
@@ -173,9 +162,9 @@ test('RedisSessionBus: commands reach the other nodes once, never the sender; ma
     await b.publish('s1', { kind: 'subscribe', uri: 'file:///x' });
     await a.publish('s2', { kind: 'unsubscribe', uri: 'file:///y' });
     for (const message of ['garbage', 'X not-json', 'X ["s1"]', 'X ["s1",{"kind":"claimed"}]', 'X ["s1",{"kind":"nope"}]', 'X [1,{"kind":"ended"}]']) {
-      await raw.publish(channel, message);
+      await suite.raw.publish(channel, message);
     }
-    await raw.publish(channel, 'X ["s3",{"kind":"ended"}]');
+    await suite.raw.publish(channel, 'X ["s3",{"kind":"ended"}]');
     await eventually(() => heard.length === 5, 2000, 'five deliveries');
     await sleep(50);
     // Per publisher in order; the two receivers of the forged command in any order.
@@ -203,10 +192,10 @@ async function fleet(body: (a: TestServer, b: TestServer, prefix: string) => Pro
   const servers: TestServer[] = [];
   try {
     for (const nodeId of ['A', 'B']) {
-      const bus = new RedisBus({ redis: redis.url, nodeId, channel: `${prefix}-hub` });
-      const sessionStore = new RedisSessionStore({ redis: redis.url, prefix });
-      const eventLog = redisEventLogs({ redis: redis.url, prefix });
-      const sessionBus = new RedisSessionBus({ redis: redis.url, nodeId, channel: `${prefix}-sessions` });
+      const bus = new RedisBus({ redis: suite.server.url, nodeId, channel: `${prefix}-hub` });
+      const sessionStore = new RedisSessionStore({ redis: suite.server.url, prefix });
+      const eventLog = redisEventLogs({ redis: suite.server.url, prefix });
+      const sessionBus = new RedisSessionBus({ redis: suite.server.url, nodeId, channel: `${prefix}-sessions` });
       closers.push(() => bus.close(), () => sessionStore.close(), () => eventLog.close(), () => sessionBus.close());
       await Promise.all([bus.ready(), sessionStore.ready(), eventLog.ready(), sessionBus.ready()]);
       const server = await startEndpoint({ hub: new Hub({ bus }), sessionStore, eventLog, sessionBus, subscribeStreamWait: 0 });
@@ -244,7 +233,7 @@ test('fleet: a subscribe POSTed on B reaches the GET on A; after a cut, a reconn
     // Published on B while nobody is connected: A's grace subscriptions log them in Redis.
     for (let i = 0; i < 10; i++) b.hub.notifyResourceUpdated(i % 2 === 0 ? X : Y);
     const counter = sessionKeys(prefix, sessionId).record;
-    await waitUntil(async () => Number(await raw.hget(counter, 'lastEventId')) === 11, 2000, 'the 10 frames to be logged');
+    await waitUntil(async () => Number(await suite.raw.hget(counter, 'lastEventId')) === 11, 2000, 'the 10 frames to be logged');
 
     get = GetStream.open(b.url, sessionId, { lastEventId: '1' });
     await get.untilId(11);
@@ -256,28 +245,28 @@ test('fleet: a subscribe POSTed on B reaches the GET on A; after a cut, a reconn
     expected += frameText(12, updatedMessage(X));
     await sleep(50);
     assert.equal(get.withoutKeepAlives, expected);
-    assert.equal(await raw.hget(counter, 'lastEventId'), '12', 'A logs nothing more: one id per change');
-    assert.equal((await raw.hgetall(counter)).streamNode, 'B');
+    assert.equal(await suite.raw.hget(counter, 'lastEventId'), '12', 'A logs nothing more: one id per change');
+    assert.equal((await suite.raw.hgetall(counter)).streamNode, 'B');
 
     // DELETE on A ends the stream on B and removes the session's keys.
     assert.equal((await send(a.url, 'DELETE', sessionHeaders(sessionId))).status, 204);
     await get.untilEnded();
     assert.ok(get.endedCleanly);
-    assert.equal(await raw.exists(counter, sessionKeys(prefix, sessionId).log), 0);
+    assert.equal(await suite.raw.exists(counter, sessionKeys(prefix, sessionId).log), 0);
     await eventually(() => b.endpoint.stats.sessions === 0 && b.endpoint.stats.slots === 0, 2000, 'B to forget the session');
     assert.equal((await call(b.url, sessionId, 9, 'ping')).status, 404);
   });
 });
 
 test('RedisSessionBus: while Redis is down publish rejects (counted) and connected$ is false; it reconnects by itself', async () => {
-  const bus = new RedisSessionBus({ redis: redis.url, nodeId: 'A', channel: `sessions-${freshPrefix()}`, maxReconnectDelay: 100 });
+  const bus = new RedisSessionBus({ redis: suite.server.url, nodeId: 'A', channel: `sessions-${freshPrefix()}`, maxReconnectDelay: 100 });
   try {
     await bus.ready();
-    await redis.stop();
+    await suite.server.stop();
     await firstValueFrom(bus.connected$.pipe(filter((up) => !up)));
     await assert.rejects(bus.publish('s1', { kind: 'ended' }));
     assert.equal(bus.stats.failed, 1);
-    await redis.restart();
+    await suite.server.restart();
     await firstValueFrom(bus.connected$.pipe(filter((up) => up)));
     for (const deadline = Date.now() + 2000; ; await sleep(20)) {
       try {
@@ -305,14 +294,14 @@ async function waitUntil(predicate: () => Promise<boolean>, ms: number, what: st
 test('options are validated at construction, naming the option', () => {
   const cases: [() => unknown, string][] = [
     [() => new RedisSessionStore({} as never), 'redis must be a redis:// URL or an ioredis options object, got undefined'],
-    [() => new RedisSessionStore({ redis: redis.url, ttl: 0 }), 'ttl must be a positive integer of milliseconds (at least 1), got 0'],
-    [() => new RedisSessionStore({ redis: redis.url, prefix: 'a b' }), 'prefix must be a non-empty string without whitespace, got "a b"'],
-    [() => new RedisSessionStore({ redis: redis.url, commandTimeout: 1.5 }), 'commandTimeout must be a positive integer of milliseconds (at least 1), got 1.5'],
+    [() => new RedisSessionStore({ redis: suite.server.url, ttl: 0 }), 'ttl must be a positive integer of milliseconds (at least 1), got 0'],
+    [() => new RedisSessionStore({ redis: suite.server.url, prefix: 'a b' }), 'prefix must be a non-empty string without whitespace, got "a b"'],
+    [() => new RedisSessionStore({ redis: suite.server.url, commandTimeout: 1.5 }), 'commandTimeout must be a positive integer of milliseconds (at least 1), got 1.5'],
     [() => redisEventLogs({ redis: '' }), 'redis must be a redis:// URL or an ioredis options object, got ""'],
-    [() => redisEventLogs({ redis: redis.url, capacity: 0 }), 'capacity must be a positive integer, got 0'],
-    [() => redisEventLogs({ redis: redis.url, ttl: -1 }), 'ttl must be a positive integer of milliseconds (at least 1), got -1'],
-    [() => new RedisSessionBus({ redis: redis.url, nodeId: '' }), 'nodeId must be a non-empty string without whitespace, got ""'],
-    [() => new RedisSessionBus({ redis: redis.url, publishTimeout: 0 }), 'publishTimeout must be a positive integer of milliseconds (at least 1), got 0'],
+    [() => redisEventLogs({ redis: suite.server.url, capacity: 0 }), 'capacity must be a positive integer, got 0'],
+    [() => redisEventLogs({ redis: suite.server.url, ttl: -1 }), 'ttl must be a positive integer of milliseconds (at least 1), got -1'],
+    [() => new RedisSessionBus({ redis: suite.server.url, nodeId: '' }), 'nodeId must be a non-empty string without whitespace, got ""'],
+    [() => new RedisSessionBus({ redis: suite.server.url, publishTimeout: 0 }), 'publishTimeout must be a positive integer of milliseconds (at least 1), got 0'],
   ];
   for (const [construct, message] of cases) {
     assert.throws(construct, (error: unknown) => error instanceof InvalidOptionError && error.message === message, message);
