@@ -14,6 +14,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import fc from 'fast-check';
+import { check, nonObject, nonString, request } from './helpers/property.js';
 import { NEVER, type Subscription, VirtualTimeScheduler } from 'rxjs';
 import { test } from 'uvu';
 import { nodeHandler } from '../adapters/node.js';
@@ -71,11 +72,6 @@ const error = (status: number, id: JsonRpcId | null, code: number, message?: str
   message === undefined ? { kind: 'error', status, id, code } : { kind: 'error', status, id, code, message };
 const NONE: Effect = Object.freeze({ kind: 'none' });
 
-const request = (fields: { jsonrpc?: string; id?: string; method?: string; params?: string }): string =>
-  `{${Object.entries(fields)
-    .filter(([, text]) => text !== undefined)
-    .map(([key, text]) => `${JSON.stringify(key)}:${text}`)
-    .join(',')}}`;
 
 /* ----------------------------------------------------------------------------------------------
  * Arbitraries
@@ -87,8 +83,6 @@ const anyString = fc.oneof(
   fc.constantFrom('', '\r\n', 'a\rb', '\u0000', '\ud800', '\udfff\ud800', '__proto__', 'constructor', 'toString', '\u2028\u2029', 'event: message\n\ndata: x'),
 );
 const validId: fc.Arbitrary<JsonRpcId> = fc.oneof(anyString, fc.integer(), fc.maxSafeInteger(), fc.double({ noNaN: true, noDefaultInfinity: true }));
-const nonObject = fc.jsonValue({ maxDepth: 2 }).filter((value) => value === null || typeof value !== 'object' || Array.isArray(value));
-const nonString = fc.jsonValue({ maxDepth: 2 }).filter((value) => typeof value !== 'string');
 /** URIs of every shape, a few of 100 KiB. */
 const uri = fc.oneof(
   { weight: 8, arbitrary: anyString },
@@ -500,16 +494,6 @@ async function after(
 
 const SEED = Number(process.env.HOSTILE_SEED ?? 0x1e6) | 0;
 
-async function check<T>(arbitrary: fc.Arbitrary<T>, predicate: (value: T) => Promise<void>, numRuns: number, seed: number): Promise<void> {
-  const details = await fc.check(fc.asyncProperty(arbitrary, predicate), { numRuns, seed, endOnFailure: true });
-  if (!details.failed) return;
-  const shown = (text: string) => (text.length > 1500 ? `${text.slice(0, 1500)}… (${text.length} chars)` : text);
-  const failure = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
-  throw new Error(
-    `property failed after ${details.numRuns} runs (seed ${details.seed}, path ${details.counterexamplePath}):\n` +
-      `${shown(failure)}\ncounterexample: ${shown(fc.stringify(details.counterexample))}`,
-  );
-}
 
 test('4 000 generated requests in-process inside a live session: each gets its class’s answer, the session and its stream are untouched', async () => {
   const h = await home();

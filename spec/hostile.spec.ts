@@ -12,6 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import fc from 'fast-check';
+import { check, nonObject, nonString, request } from './helpers/property.js';
 import { NEVER, VirtualTimeScheduler } from 'rxjs';
 import { test } from 'uvu';
 import { nodeHandler } from '../adapters/node.js';
@@ -67,11 +68,6 @@ const isId = (value: unknown): value is JsonRpcId => typeof value === 'string' |
 const error = (status: number, id: JsonRpcId | null, code: number, message?: string): Expected =>
   message === undefined ? { kind: 'error', status, id, code } : { kind: 'error', status, id, code, message };
 
-const request = (fields: { jsonrpc?: string; id?: string; method?: string; params?: string }): string =>
-  `{${Object.entries(fields)
-    .filter(([, text]) => text !== undefined)
-    .map(([key, text]) => `${JSON.stringify(key)}:${text}`)
-    .join(',')}}`;
 
 const listenText = (idText: string, paramsText: string | undefined): string =>
   request({ jsonrpc: '"2.0"', id: idText, method: '"subscriptions/listen"', ...(paramsText === undefined ? {} : { params: paramsText }) });
@@ -119,8 +115,6 @@ const jsonTextExcept = (...excluded: unknown[]) =>
   fc.jsonValue({ maxDepth: 2 }).filter((value) => !excluded.some((x) => Object.is(x, value))).map((value) => JSON.stringify(value));
 const nonBoolean = fc.jsonValue({ maxDepth: 2 }).filter((value) => typeof value !== 'boolean');
 const nonArray = fc.jsonValue({ maxDepth: 2 }).filter((value) => !Array.isArray(value));
-const nonString = fc.jsonValue({ maxDepth: 2 }).filter((value) => typeof value !== 'string');
-const nonObject = fc.jsonValue({ maxDepth: 2 }).filter((value) => value === null || typeof value !== 'object' || Array.isArray(value));
 const uri = fc.oneof(anyString, fc.webUrl(), fc.constantFrom('file:///a', 'file:///a', 'file:///private/x'));
 const KNOWN_FIELDS = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged', 'resourceSubscriptions', 'taskIds'];
 /** A valid filter: known fields of the right type plus unknown fields of any value (left out of the ack). */
@@ -507,17 +501,6 @@ async function runInProcess(f: Fixture, c: Case): Promise<void> {
 
 const SEED = Number(process.env.HOSTILE_SEED ?? 0x1ce) | 0;
 
-/** Runs a property; a failure is reported short (counterexamples can be megabytes of nesting). */
-async function check<T>(arbitrary: fc.Arbitrary<T>, predicate: (value: T) => Promise<void>, numRuns: number, seed: number): Promise<void> {
-  const details = await fc.check(fc.asyncProperty(arbitrary, predicate), { numRuns, seed, endOnFailure: true });
-  if (!details.failed) return;
-  const shown = (text: string) => (text.length > 1500 ? `${text.slice(0, 1500)}… (${text.length} chars)` : text);
-  const failure = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
-  throw new Error(
-    `property failed after ${details.numRuns} runs (seed ${details.seed}, path ${details.counterexamplePath}):\n` +
-      `${shown(failure)}\ncounterexample: ${shown(fc.stringify(details.counterexample))}`,
-  );
-}
 
 test('12 000 generated requests in-process: each gets its class’s status and error, nothing stays open', async () => {
   const f = fixture();
