@@ -3,7 +3,12 @@
 // envelope) and then only count. Parsing is minimal on purpose: a frame is one `data:` occurrence
 // (searched with Buffer#indexOf, a pattern split across two reads is caught), a marker frame one
 // `list_changed` occurrence; nothing is JSON-parsed. Commands over IPC:
-//   open {port, n}           open n streams (256 in flight) and wait for every ack
+//   open {port, n, legacy}   open n streams (256 in flight) and wait for every ack; with
+//                            `legacy`, n 2025-11-25 sessions instead, each as the SDK 1.x client
+//                            does it: POST initialize, POST notifications/initialized, GET /mcp
+//                            (raw socket, counted like a listen stream once its 200 head is in),
+//                            POST resources/subscribe; ready when the subscribe answered a result.
+//                            The POSTs go through a keep-alive http.Agent (setup, not measured).
 //   reset                    zero every stream's frame and marker counts
 //   expect {target, idleMs}  reply when every stream has `target` frames (after reset), or when
 //                            no frame arrived for idleMs: {complete, t (hrtime ns of the last
@@ -12,8 +17,12 @@
 //   stall {index} / resume   stop / restart reading one stream (socket.pause / resume)
 //   counts                   per-stream totals for the stalled stream and the others
 //   destroy                  reset every socket (RST: an abrupt client death)
+import http from 'node:http';
 import net from 'node:net';
 import { URI } from './peers/common.mjs';
+
+const LEGACY_VERSION = '2025-11-25';
+const OPEN_TIMEOUT_MS = 60_000;
 
 const now = () => Number(process.hrtime.bigint());
 const DATA = Buffer.from('data:');
@@ -58,13 +67,18 @@ function request(port, i) {
   );
 }
 
-function open(port, i) {
+/**
+ * One counted stream on a raw socket: writes `head` and counts frames. A listen stream is ready at
+ * its first frame (the ack); a legacy GET stream (`onHead` given) once its `200` head arrived, when
+ * `onHead` decides (it resolves the conn, or rejects).
+ */
+function stream(port, i, head, onHead) {
   return new Promise((resolve, reject) => {
     const conn = { i, socket: undefined, frames: 0, markers: 0, total: 0, tailD: Buffer.alloc(0), tailM: Buffer.alloc(0), ok: false };
     const socket = net.connect({ port, host: '127.0.0.1' });
     conn.socket = socket;
     socket.setNoDelay(true);
-    socket.on('connect', () => socket.write(request(port, i)));
+    socket.on('connect', () => socket.write(head));
     socket.on('error', (error) => {
       if (!conn.ok) reject(error);
     });
@@ -76,6 +90,18 @@ function open(port, i) {
           reject(new Error(`stream ${i}: ${chunk.subarray(0, 200).toString()}`));
           return;
         }
+        if (onHead !== undefined) {
+          onHead(conn).then(
+            () => {
+              conn.ok = true;
+              resolve(conn);
+            },
+            (error) => {
+              socket.destroy();
+              reject(error);
+            },
+          );
+        }
       }
       const d = countIn(chunk, DATA) + straddling(conn.tailD, chunk, DATA);
       const m = countIn(chunk, MARK) + straddling(conn.tailM, chunk, MARK);
@@ -85,7 +111,7 @@ function open(port, i) {
       conn.frames += d;
       conn.total += d;
       lastFrameAt = now();
-      if (!conn.ok) {
+      if (!conn.ok && onHead === undefined) {
         conn.ok = true;
         resolve(conn);
       }
@@ -97,6 +123,63 @@ function open(port, i) {
       }
     });
   });
+}
+
+const open = (port, i) => stream(port, i, request(port, i));
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+/** One POST of a JSON-RPC message over the keep-alive agent: status, session header, body text. */
+function post(port, message, sessionId) {
+  const body = JSON.stringify(message);
+  const headers = {
+    'Content-Type': 'application/json',
+    Accept: 'application/json, text/event-stream',
+    'Content-Length': Buffer.byteLength(body),
+  };
+  if (sessionId !== undefined) {
+    headers['Mcp-Session-Id'] = sessionId;
+    headers['Mcp-Protocol-Version'] = LEGACY_VERSION;
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request({ agent, host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers }, (res) => {
+      const chunks = [];
+      res.on('data', (chunk) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode, sessionId: res.headers['mcp-session-id'], text: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A 2025-11-25 session with its GET stream subscribed to URI, opened as the SDK 1.x client does. */
+async function openLegacy(port, i) {
+  const init = await post(port, {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: LEGACY_VERSION, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
+  });
+  if (init.status !== 200 || init.sessionId === undefined) throw new Error(`initialize ${i}: ${init.status} ${init.text.slice(0, 200)}`);
+  const sessionId = init.sessionId;
+  const initialized = await post(port, { jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId);
+  if (initialized.status !== 202) throw new Error(`notifications/initialized ${i}: ${initialized.status}`);
+  const head =
+    `GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n` +
+    `Mcp-Session-Id: ${sessionId}\r\nMcp-Protocol-Version: ${LEGACY_VERSION}\r\n\r\n`;
+  return stream(port, i, head, async () => {
+    const r = await post(port, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: URI } }, sessionId);
+    if (r.status !== 200 || !r.text.includes('"result":{}')) throw new Error(`resources/subscribe ${i}: ${r.status} ${r.text.slice(0, 200)}`);
+  });
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function onMarkers(conn, m) {
@@ -123,7 +206,7 @@ function finishExpectation(complete) {
   e.reply({ complete, t: e.t, received, min, expected: e.target * conns.length });
 }
 
-async function openAll(port, n) {
+async function openAll(port, n, legacy) {
   const t0 = now();
   conns = new Array(n);
   let next = 0;
@@ -133,7 +216,7 @@ async function openAll(port, n) {
     while (next < n) {
       const i = next++;
       try {
-        conns[i] = await open(port, i);
+        conns[i] = await withTimeout(legacy ? openLegacy(port, i) : open(port, i), OPEN_TIMEOUT_MS, `stream ${i}`);
       } catch (error) {
         failed++;
         if (errors.length < 3) errors.push(String(error.message ?? error));
@@ -150,7 +233,7 @@ process.on('message', async ({ id, cmd, args }) => {
   try {
     switch (cmd) {
       case 'open':
-        return reply(await openAll(args.port, args.n));
+        return reply(await openAll(args.port, args.n, args.legacy === true));
       case 'reset':
         for (const conn of conns) {
           conn.frames = 0;

@@ -1,5 +1,7 @@
 // Side-by-side benchmarks of MCP `subscriptions/listen` servers (issue 6): mcp-rx-streams against a
-// hand-written node:http baseline, the official TypeScript SDK v2 and better-sse.
+// hand-written node:http baseline, the official TypeScript SDK v2 and better-sse; and of the legacy
+// GET-SSE path (2025-11-25 sessions, `resources/subscribe`) against a hand-written legacy baseline
+// and the official SDK 1.x.
 //
 // Method. Every run of a workload forks a fresh server process (bench/server.mjs <peer>, with
 // --expose-gc) and a separate load-generator process (bench/loadgen.mjs), talking over loopback;
@@ -23,12 +25,17 @@
 //   5. encode: bench/encode.mjs (mitata, in process).
 //   6. churn: open and reset (RST) C streams in batches of 1000; then registry, slots and heap
 //      after GC against the same figures taken after a 500-stream warm-up.
+//   legacy (2025-11-25): workloads 1–3 again over legacy sessions, each opened as the SDK 1.x
+//      client does (POST initialize, POST notifications/initialized, GET /mcp, POST
+//      resources/subscribe), against a hand-written legacy baseline, ours and the SDK 1.x; ratios
+//      to the legacy baseline. Idle memory is per session + GET stream at every N run.
 //
 //   npm run bench                  full run (builds first)
 //   npm run bench -- --quick       smaller K/N-repetitions, finishes in under 3 minutes
 //   node --expose-gc bench/run.mjs --only throughput,latency --peers baseline,ours
+//   node --expose-gc bench/run.mjs --quick --only legacy --peers baseline,ours,sdk-v1
 import { fork, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
@@ -47,22 +54,33 @@ const PEERS = [
   { id: 'sdk-v2', label: '@modelcontextprotocol/server 2.x' },
   { id: 'better-sse', label: 'better-sse Channel' },
 ].filter((p) => !option('peers') || option('peers').split(',').includes(p.id));
-const WORKLOADS = (option('only') ?? 'throughput,latency,memory,slow,encode,churn').split(',');
+// The legacy era (2025-11-25 sessions, GET SSE, `resources/subscribe`) has its own peers: a
+// hand-written legacy baseline, ours (the same McpEndpoint, which serves both eras) and the SDK 1.x.
+// `--peers baseline` selects both baselines.
+const LEGACY_PEERS = [
+  { id: 'baseline', server: 'legacy-baseline', label: 'legacy baseline (node:http res.write)' },
+  { id: 'ours', server: 'ours', label: 'mcp-rx-streams' },
+  { id: 'sdk-v1', server: 'sdk-v1', label: '@modelcontextprotocol/sdk 1.x' },
+].filter((p) => !option('peers') || option('peers').split(',').includes(p.id));
+const WORKLOADS = (option('only') ?? 'throughput,latency,memory,slow,encode,churn,legacy').split(',');
 
-// quick: one session per shape with three throughput passes in it (medians over the passes);
-// full: three sessions (fresh processes) per shape, one pass each. Memory and latency come from
-// every session.
+// quick: one session per shape with three throughput passes in it (medians over the passes),
+// smaller K, no latency rounds at N = 10 000 (a round there costs ~0.5 s per peer; full mode has
+// them) and a shorter slow-consumer run, so that `npm run bench -- --quick` (build included)
+// stays under 3 minutes on a 2-core box; full: three sessions (fresh processes) per shape, one
+// pass each. Memory and latency come from every session.
 const config = QUICK
   ? {
       sessions: 1,
       passes: 3,
       fanout: [
-        { n: 100, k: 1000, rounds: 0 },
-        { n: 1000, k: 200, rounds: 50 },
-        { n: 10_000, k: 20, rounds: 20 },
+        { n: 100, k: 500, rounds: 0 },
+        { n: 1000, k: 100, rounds: 50 },
+        { n: 10_000, k: 10, rounds: 0 },
       ],
+      legacy: [{ n: 1000, k: 100, rounds: 50 }],
       batch: 10,
-      slow: { healthy: 100, k: 15_000, ms: 3_000 },
+      slow: { healthy: 100, k: 10_000, ms: 2_000 },
       churn: 5_000,
       slowReps: 1,
     }
@@ -71,6 +89,10 @@ const config = QUICK
       passes: 1,
       fanout: [
         { n: 100, k: 10_000, rounds: 0 },
+        { n: 1000, k: 1000, rounds: 50 },
+        { n: 10_000, k: 100, rounds: 50 },
+      ],
+      legacy: [
         { n: 1000, k: 1000, rounds: 50 },
         { n: 10_000, k: 100, rounds: 50 },
       ],
@@ -129,6 +151,7 @@ function child(script, args, extra = []) {
 }
 
 async function session(peer, body) {
+  // `peer` names the server module (bench/peers/<peer>.mjs).
   const server = child('server.mjs', [peer], SERVER_ARGS);
   const loadgen = child('loadgen.mjs', []);
   try {
@@ -141,14 +164,20 @@ async function session(peer, body) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function openStreams(loadgen, port, n) {
-  const opened = await loadgen('open', { port, n });
+async function openStreams(loadgen, port, n, legacy = false) {
+  const opened = await loadgen('open', { port, n, legacy });
   if (opened.opened !== n) throw new Error(`opened ${opened.opened}/${n} streams: ${opened.errors.join('; ')}`);
   return opened;
 }
 
-/** Arms the load generator for `target` frames per stream, runs `publish`, waits for both. */
-async function deliver(loadgen, target, publish, idleMs = 3000) {
+/**
+ * Arms the load generator for `target` frames per stream, runs `publish`, waits for both. The
+ * load generator gives up after `idleMs` without any frame: long enough for a slow peer's first
+ * frame on a loaded box (the SDK 1.x at N = 10 000 needed more than 3 s), since a pass that gives up
+ * early also leaves its late frames to be counted in the next one.
+ */
+const IDLE_MS = 20_000;
+async function deliver(loadgen, target, publish, idleMs = IDLE_MS) {
   const done = loadgen('expect', { target, idleMs });
   await done.armed;
   const published = await publish();
@@ -158,10 +187,10 @@ async function deliver(loadgen, target, publish, idleMs = 3000) {
 
 // ---------- workloads ----------
 
-async function fanout(peer, { n, k, rounds }, wantLatency) {
+async function fanout(peer, { n, k, rounds }, wantLatency, legacy = false) {
   return session(peer, async ({ server, loadgen, port }) => {
     const before = await server('mem');
-    const { ms: openMs } = await openStreams(loadgen, port, n);
+    const { ms: openMs } = await openStreams(loadgen, port, n, legacy);
     const after = await server('mem');
     const result = {
       n,
@@ -196,7 +225,7 @@ async function fanout(peer, { n, k, rounds }, wantLatency) {
       await loadgen('reset');
       const samples = [];
       for (let r = 1; r <= rounds; r++) {
-        const { published: p, seen: s } = await deliver(loadgen, r, () => server('publishOne'), 5000);
+        const { published: p, seen: s } = await deliver(loadgen, r, () => server('publishOne'));
         if (s.complete) samples.push((s.t - p.t) / 1e6);
         await sleep(2);
       }
@@ -326,7 +355,7 @@ function header() {
     '',
     `- node ${process.version} · ${os.cpus()[0]?.model ?? 'unknown cpu'} × ${os.cpus().length} cores · ${os.platform()} ${os.arch()} · ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB · ulimit -n ${limit}`,
     `- mcp-rx-streams ${ours} (dist/) · @modelcontextprotocol/server ${versionOf('@modelcontextprotocol/server')} (+ @hono/node-server ${versionOf('@hono/node-server')}) · @modelcontextprotocol/sdk ${versionOf('@modelcontextprotocol/sdk')} · better-sse ${versionOf('better-sse')} · rxjs ${versionOf('rxjs')} · mitata ${versionOf('mitata')}`,
-    `- medians over ${config.sessions} session(s) per shape (fresh server and load-generator processes each) × ${config.passes} throughput pass(es) per session; ratios to the baseline's median; server and load generator share the machine's 2 cores`,
+    `- medians over ${config.sessions} session(s) per shape (fresh server and load-generator processes each) × ${config.passes} throughput pass(es) per session; ratios to the baseline's median (legacy rows: to the legacy baseline's); server and load generator share the machine's 2 cores`,
   ].join('\n');
 }
 
@@ -383,6 +412,26 @@ if (want('encode')) {
   log(`encode: once ${results.encode.once.p50.toFixed(0)} ns/frame, JSON.stringify ${results.encode.naive.p50.toFixed(0)} ns/frame`);
 }
 
+if (want('legacy')) {
+  for (const shape of config.legacy) {
+    for (const peer of LEGACY_PEERS) {
+      const runs = [];
+      for (let rep = 0; rep < config.sessions; rep++) {
+        try {
+          const r = await fanout(peer.server, shape, shape.rounds > 0, true);
+          runs.push(r);
+          log(`legacy ${peer.id} N=${shape.n} K=${shape.k}: ${fmt.int(r.fps)} frames/s, lost ${r.lost}${r.latency ? `, p50 ${fmt.ms(r.latency.p50)} ms p99 ${fmt.ms(r.latency.p99)} ms` : ''}, heap/session ${fmt.kb(r.heapPerStream)} KB, open ${fmt.int(r.openMs)} ms`);
+        } catch (error) {
+          log(`legacy ${peer.id} N=${shape.n}: ${error.message}`);
+          runs.push({ error: error.message });
+          break; // a peer that cannot open N sessions once will not the next time: say why, move on
+        }
+      }
+      (results.legacy ??= {})[`${peer.id}:${shape.n}`] = runs;
+    }
+  }
+}
+
 if (want('churn')) {
   for (const peer of PEERS) {
     try {
@@ -399,69 +448,84 @@ if (want('churn')) {
 // ---------- tables ----------
 
 const out = [];
-const labelOf = (id) => PEERS.find((p) => p.id === id)?.label ?? id;
-const runsOf = (id, n) => (results.fanout?.[`${id}:${n}`] ?? []).filter((r) => !r.error);
-const errOf = (id, n) => (results.fanout?.[`${id}:${n}`] ?? []).find((r) => r.error)?.error;
 
-if (results.fanout && want('throughput')) {
-  out.push('', '## 1. Fan-out throughput (delivered frames/s, one URI)', '');
-  const rows = [];
-  for (const { n, k } of config.fanout) {
-    const base = median(runsOf('baseline', n).map((r) => r.fps));
-    for (const peer of PEERS) {
-      const runs = runsOf(peer.id, n);
-      if (runs.length === 0) {
-        rows.push([`N=${fmt.int(n)} ${peer.label}`, '—', '—', '—', `failed: ${errOf(peer.id, n) ?? 'not run'}`]);
-        continue;
+// Fan-out tables (throughput, latency, idle memory), shared by the modern and the legacy sections:
+// `map` is `${peer id}:${n}` → runs, `baseId` the peer the ratios are to, `unit` what N counts.
+function fanoutTables(map, peers, shapes, baseId, unit, headings) {
+  const runsOf = (id, n) => (map[`${id}:${n}`] ?? []).filter((r) => !r.error);
+  const errOf = (id, n) => (map[`${id}:${n}`] ?? []).find((r) => r.error)?.error;
+  const ran = shapes.filter(({ n }) => peers.some((p) => map[`${p.id}:${n}`] !== undefined));
+  const versus = `vs ${peers.find((p) => p.id === baseId)?.label.replace(/ \(.*/, '') ?? baseId}`;
+  if (headings.throughput) {
+    out.push('', headings.throughput, '');
+    const rows = [];
+    for (const { n, k } of ran) {
+      const base = median(runsOf(baseId, n).flatMap((r) => r.passes.map((p) => p.fps)));
+      for (const peer of peers) {
+        const runs = runsOf(peer.id, n);
+        if (runs.length === 0) {
+          rows.push([`N=${fmt.int(n)} ${peer.label}`, '—', '—', '—', `failed: ${errOf(peer.id, n) ?? 'not run'}`]);
+          continue;
+        }
+        const fps = median(runs.flatMap((r) => r.passes.map((p) => p.fps)));
+        const lost = Math.max(...runs.map((r) => r.lost));
+        rows.push([
+          `N=${fmt.int(n)} ${peer.label}`,
+          fmt.int(fps),
+          fmt.ratio(fps, base),
+          String(lost),
+          `K=${k}, ${runs.reduce((a, r) => a + r.passes.length, 0)} passes${runs.some((r) => !r.complete) ? ', incomplete' : ''}${runs.some((r) => r.drops) ? `, dropped ${Math.max(...runs.map((r) => r.drops))}` : ''}`,
+        ]);
       }
-      const fps = median(runs.flatMap((r) => r.passes.map((p) => p.fps)));
-      const lost = Math.max(...runs.map((r) => r.lost));
-      rows.push([
-        `N=${fmt.int(n)} ${peer.label}`,
-        fmt.int(fps),
-        fmt.ratio(fps, base),
-        String(lost),
-        `K=${k}, ${runs.reduce((a, r) => a + r.passes.length, 0)} passes${runs.some((r) => !r.complete) ? ', incomplete' : ''}${runs.some((r) => r.drops) ? `, dropped ${Math.max(...runs.map((r) => r.drops))}` : ''}`,
-      ]);
     }
+    out.push(table([`${unit} · peer`, 'frames/s', versus, 'lost (max)', 'notes'], rows));
   }
-  out.push(table(['streams · peer', 'frames/s', 'vs baseline', 'lost (max)', 'notes'], rows));
+  if (headings.latency) {
+    out.push('', headings.latency, '');
+    const rows = [];
+    for (const { n, rounds } of ran.filter((s) => s.rounds > 0)) {
+      const base50 = median(runsOf(baseId, n).map((r) => r.latency?.p50));
+      const base99 = median(runsOf(baseId, n).map((r) => r.latency?.p99));
+      for (const peer of peers) {
+        const runs = runsOf(peer.id, n).filter((r) => r.latency);
+        if (runs.length === 0) {
+          rows.push([`N=${fmt.int(n)} ${peer.label}`, '—', '—', '—', '—']);
+          continue;
+        }
+        const p50 = median(runs.map((r) => r.latency.p50));
+        const p99 = median(runs.map((r) => r.latency.p99));
+        const done = Math.min(...runs.map((r) => r.latency.rounds));
+        const note = done === rounds ? `${rounds} rounds` : `${done}/${rounds} rounds complete`;
+        rows.push([`N=${fmt.int(n)} ${peer.label} (${note})`, fmt.ms(p50), fmt.ratio(p50, base50), fmt.ms(p99), fmt.ratio(p99, base99)]);
+      }
+    }
+    out.push(table([`${unit} · peer`, 'p50', versus, 'p99', versus], rows));
+  }
+  if (headings.memory) {
+    out.push('', headings.memory, '');
+    const rows = [];
+    for (const { n } of ran.filter((s) => headings.memoryAt === undefined || s.n === headings.memoryAt)) {
+      const baseHeap = median(runsOf(baseId, n).map((r) => r.heapPerStream));
+      const baseRss = median(runsOf(baseId, n).map((r) => r.rssPerStream));
+      for (const peer of peers) {
+        const runs = runsOf(peer.id, n);
+        const heap = median(runs.map((r) => r.heapPerStream));
+        const rss = median(runs.map((r) => r.rssPerStream));
+        rows.push([`N=${fmt.int(n)} ${peer.label}`, fmt.kb(heap), fmt.ratio(heap, baseHeap), fmt.kb(rss), fmt.ratio(rss, baseRss)]);
+      }
+    }
+    out.push(table([`${unit} · peer`, `heap KB/${headings.memoryUnit}`, versus, `RSS KB/${headings.memoryUnit}`, versus], rows));
+  }
 }
 
-if (results.fanout && want('latency')) {
-  out.push('', '## 2. Fan-out latency (publish → all N streams have it, ms; p50/p99 over the rounds)', '');
-  const rows = [];
-  for (const { n, rounds } of config.fanout.filter((s) => s.rounds > 0)) {
-    const base50 = median(runsOf('baseline', n).map((r) => r.latency?.p50));
-    const base99 = median(runsOf('baseline', n).map((r) => r.latency?.p99));
-    for (const peer of PEERS) {
-      const runs = runsOf(peer.id, n).filter((r) => r.latency);
-      if (runs.length === 0) {
-        rows.push([`N=${fmt.int(n)} ${peer.label}`, '—', '—', '—', '—']);
-        continue;
-      }
-      const p50 = median(runs.map((r) => r.latency.p50));
-      const p99 = median(runs.map((r) => r.latency.p99));
-      rows.push([`N=${fmt.int(n)} ${peer.label} (${rounds} rounds)`, fmt.ms(p50), fmt.ratio(p50, base50), fmt.ms(p99), fmt.ratio(p99, base99)]);
-    }
-  }
-  out.push(table(['streams · peer', 'p50', 'vs baseline', 'p99', 'vs baseline'], rows));
-}
-
-if (results.fanout && want('memory')) {
-  out.push('', '## 3. Idle memory per listen stream (server, after GC)', '');
-  const rows = [];
-  for (const n of [10_000]) {
-    const baseHeap = median(runsOf('baseline', n).map((r) => r.heapPerStream));
-    const baseRss = median(runsOf('baseline', n).map((r) => r.rssPerStream));
-    for (const peer of PEERS) {
-      const runs = runsOf(peer.id, n);
-      const heap = median(runs.map((r) => r.heapPerStream));
-      const rss = median(runs.map((r) => r.rssPerStream));
-      rows.push([`N=${fmt.int(n)} ${peer.label}`, fmt.kb(heap), fmt.ratio(heap, baseHeap), fmt.kb(rss), fmt.ratio(rss, baseRss)]);
-    }
-  }
-  out.push(table(['streams · peer', 'heap KB/stream', 'vs baseline', 'RSS KB/stream', 'vs baseline'], rows));
+if (results.fanout) {
+  fanoutTables(results.fanout, PEERS, config.fanout, 'baseline', 'streams', {
+    throughput: want('throughput') && '## 1. Fan-out throughput (delivered frames/s, one URI)',
+    latency: want('latency') && '## 2. Fan-out latency (publish → all N streams have it, ms; p50/p99 over the rounds)',
+    memory: want('memory') && '## 3. Idle memory per listen stream (server, after GC)',
+    memoryAt: 10_000,
+    memoryUnit: 'stream',
+  });
 }
 
 if (results.slow) {
@@ -524,8 +588,16 @@ if (results.churn) {
   out.push(table(['peer', 'seconds', 'left after (registry, slots, sockets)', 'heap Δ MB', 'RSS Δ MB', 'notes'], rows));
 }
 
-out.push('', '## Legacy GET-SSE (`resources/subscribe`): ours vs @modelcontextprotocol/sdk 1.x', '');
-out.push(existsSync(here('../spec/legacy.spec.ts')) ? 'pending: the legacy path has landed but its rows are not wired into this harness yet (see bench/README.md)' : 'pending: legacy path not landed');
+if (results.legacy) {
+  const baseId = LEGACY_PEERS.some((p) => p.id === 'baseline') ? 'baseline' : 'ours';
+  out.push('', '## Legacy (2025-11-25): sessions, GET SSE stream, `resources/subscribe`');
+  fanoutTables(results.legacy, LEGACY_PEERS, config.legacy, baseId, 'sessions', {
+    throughput: '### L1. Fan-out throughput (delivered frames/s, one URI, every session subscribed to it)',
+    latency: '### L2. Fan-out latency (publish → all N GET streams have it, ms; p50/p99 over the rounds)',
+    memory: '### L3. Idle memory per session + GET stream (server, after GC; initialize, GET, one subscribe)',
+    memoryUnit: 'session',
+  });
+}
 
 out.push('', `_${((performance.now() - started) / 1000).toFixed(0)} s; \`node --expose-gc bench/run.mjs ${argv.join(' ')}\`_`);
 console.log(out.join('\n'));

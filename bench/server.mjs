@@ -1,7 +1,7 @@
 // The server under test, one process per run: `node --expose-gc bench/server.mjs <peer>`, forked by
 // bench/run.mjs and driven over the IPC channel (the same commands for every peer, so the publish
-// trigger and the measurements are identical). It serves POST /mcp on 127.0.0.1:<random port>
-// with the peer's handler and answers:
+// trigger and the measurements are identical). It serves /mcp on 127.0.0.1:<random port> with the
+// peer's handler (POST for listen; POST, GET and DELETE for the legacy peers) and answers:
 //   mem                      heap/RSS after two full GCs (needs --expose-gc)
 //   registry                 what the peer holds (streams, topics, slots) and our drop count
 //   publishPaced {k, batch}  publish k notifications, `batch` per event-loop turn, waiting
@@ -20,7 +20,7 @@ const now = () => Number(process.hrtime.bigint());
 
 const sockets = new Set();
 const server = http.createServer((req, res) => {
-  if (req.method === 'POST' && req.url === '/mcp') return peer.handler(req, res);
+  if (req.url === '/mcp') return peer.handler(req, res);
   res.writeHead(404).end();
 });
 server.keepAliveTimeout = 0;

@@ -1,6 +1,9 @@
 // mcp-rx-streams (compiled dist/): McpEndpoint + nodeHandler, as in adapters/reference/server.ts.
-// The caps are raised so that 10 000 streams from one address fit (the defaults are 1000 streams
-// and 4 per principal); every other option is the default (15 s keep-alive, 1000-frame queue).
+// One endpoint serves both eras: the modern workloads open `subscriptions/listen` streams, the
+// legacy ones 2025-11-25 sessions (`initialize`, GET stream, `resources/subscribe` served by the
+// default `hubResources` provider). The caps are raised so that 10 000 streams or sessions from
+// one address fit (the defaults are 1000 streams, 4 per principal, 10 000 sessions); every other
+// option is the default (15 s keep-alive, 1000-frame queue, 100-frame replay buffer per session).
 import { channels, Hub, McpEndpoint, nodeHandler } from '../../dist/lib/index.js';
 
 export const name = 'mcp-rx-streams';
@@ -13,6 +16,7 @@ export async function create() {
     capabilities: { tools: true, resources: true },
     maxStreams: 1_000_000,
     maxListensPerPrincipal: 1_000_000,
+    maxSessions: 1_000_000,
   });
   let drops = 0;
   const onDrop = () => drops++;
