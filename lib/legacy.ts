@@ -5,12 +5,11 @@ import {
   finalize,
   firstValueFrom,
   from,
-  merge,
   race,
   type Observable,
   type SchedulerLike,
   Subject,
-  type Subscription,
+  Subscription,
   timer,
 } from 'rxjs';
 import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
@@ -613,7 +612,11 @@ export class LegacySessions {
     if (capabilities.prompts) sources.push(hub.topic({ topic: 'prompts' }));
     if (capabilities.resources) sources.push(hub.topic({ topic: 'resources' }));
     if (sources.length === 0) return;
-    session.listChanged = merge(...sources).subscribe((frame) => session.push(frame));
+    // One Subscription holding each topic's, not a merge(): topics never complete, and this is per session.
+    const push = (frame: MessageFrame) => session.push(frame);
+    const listChanged = new Subscription();
+    for (const source of sources) listChanged.add(source.subscribe(push));
+    session.listChanged = listChanged;
   }
 
   async #restore(session: LiveSession, uri: string, context: RequestContext, stream: StreamHandle): Promise<void> {

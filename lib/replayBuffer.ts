@@ -57,7 +57,8 @@ export class ReplayBuffer implements EventLog {
       throw new InvalidOptionError('replayBufferSize', 'a positive integer count of frames', capacity);
     }
     this.capacity = capacity;
-    this.ring = new Array<MessageFrame | undefined>(capacity);
+    // Grows as frames come (an idle session costs no slots), then wraps around at `capacity`.
+    this.ring = [];
   }
 
   /** The id of the newest frame; 0 before the first. */
@@ -79,7 +80,7 @@ export class ReplayBuffer implements EventLog {
    */
   append(frame: MessageFrame): MessageFrame {
     const id = ++this.last;
-    const stamped: MessageFrame = { ...frame, eventId: String(id) };
+    const stamped = stamp(frame, String(id));
     this.ring[(id - 1) % this.capacity] = stamped;
     return stamped;
   }
@@ -98,4 +99,30 @@ export class ReplayBuffer implements EventLog {
     for (let id = first; id <= this.last; id++) frames.push(this.ring[(id - 1) % this.capacity]!);
     return frames;
   }
+}
+
+/**
+ * `frame` with `eventId` set. A hub notification (pre-encoded, untagged) has exactly the members
+ * below: a literal of that one shape is several times faster per frame than a spread, and gives
+ * the same object. Anything else is spread.
+ */
+function stamp(frame: MessageFrame, eventId: string): MessageFrame {
+  if (
+    frame.encoded !== undefined &&
+    frame.priority === 'notification' &&
+    frame.subscriptionId === undefined &&
+    frame.closeReason === undefined &&
+    frame.eventId === undefined
+  ) {
+    return {
+      type: 'message',
+      message: frame.message,
+      priority: 'notification',
+      topic: frame.topic,
+      coalesceKey: frame.coalesceKey,
+      encoded: frame.encoded,
+      eventId,
+    };
+  }
+  return { ...frame, eventId };
 }
