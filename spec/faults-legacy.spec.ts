@@ -35,6 +35,7 @@ import {
   sleep,
   updatedMessage,
 } from './helpers/legacy.js';
+import { collecting } from './helpers/telemetry.js';
 
 /**
  * asyncScheduler, counting the timers it holds: an action is pending from `schedule` until it ran
@@ -395,10 +396,7 @@ function drivenProvider() {
 }
 
 test('a change source that errors or completes later: the GET stream stays up for the others, the error is on channels.error, the URI stays on the record and is restored on the next GET', async () => {
-  const errors: ErrorEvent[] = [];
-  const onError = (event: unknown) => errors.push(event as ErrorEvent);
-  channels.error.subscribe(onError);
-  try {
+  await collecting<ErrorEvent>(channels.error, async (errors) => {
     const store = new MemorySessionStore();
     const { provider, sources } = drivenProvider();
     await withServer({ sessionStore: store, resourceProviders: [provider] }, async (f) => {
@@ -435,16 +433,11 @@ test('a change source that errors or completes later: the GET stream stays up fo
       next.destroy();
       await assertReleased(f, [sid]);
     });
-  } finally {
-    channels.error.unsubscribe(onError);
-  }
+  });
 });
 
 test('a change source that throws or errors as it is subscribed → -32603 "failed to subscribe: <uri>", nothing live or recorded, the stream untouched', async () => {
-  const errors: ErrorEvent[] = [];
-  const onError = (event: unknown) => errors.push(event as ErrorEvent);
-  channels.error.subscribe(onError);
-  try {
+  await collecting<ErrorEvent>(channels.error, async (errors) => {
     const store = new MemorySessionStore();
     const { provider } = drivenProvider();
     await withServer({ sessionStore: store, resourceProviders: [provider] }, async (f) => {
@@ -466,9 +459,7 @@ test('a change source that throws or errors as it is subscribed → -32603 "fail
       get.destroy();
       await assertReleased(f, [sid]);
     });
-  } finally {
-    channels.error.unsubscribe(onError);
-  }
+  });
 });
 
 // a source that emits synchronously and then errors as it is subscribed gets

@@ -29,6 +29,7 @@ import {
   sleep,
   updatedMessage,
 } from './helpers/legacy.js';
+import { collecting } from './helpers/telemetry.js';
 
 async function withServer(options: Partial<McpEndpointOptions>, body: (server: TestServer) => Promise<void>): Promise<void> {
   const server = await startEndpoint(options);
@@ -316,10 +317,7 @@ function dbProvider(hub: Hub, state: { gone?: Set<string>; secret?: Set<string> 
 }
 
 test('L3: not subscribable, permission denied, and every provider failure → the exact error, HTTP 200, nothing subscribed or recorded', async () => {
-  const errors: ErrorEvent[] = [];
-  const onError = (event: unknown) => errors.push(event as ErrorEvent);
-  channels.error.subscribe(onError);
-  try {
+  await collecting<ErrorEvent>(channels.error, async (errors) => {
     const hub = new Hub();
     const store = new MemorySessionStore();
     const boom = (where: string) => new Error(`secret database detail (${where})`);
@@ -366,9 +364,7 @@ test('L3: not subscribable, permission denied, and every provider failure → th
       assert.deepEqual(store.get(sid)!.subscriptions, ['db://shop/Product', 'bad://fine']);
       get.destroy();
     });
-  } finally {
-    channels.error.unsubscribe(onError);
-  }
+  });
 });
 
 /** A provider whose `subscribable` answers are given by hand, one gate per call. */
@@ -740,10 +736,7 @@ function countingProvider(hub: Hub) {
 }
 
 test('L8: restoring 20 persisted URIs runs at most 8 at once, drops a no-longer-subscribable URI, keeps a failing one and retries it on the next GET', async () => {
-  const errors: ErrorEvent[] = [];
-  const onError = (event: unknown) => errors.push(event as ErrorEvent);
-  channels.error.subscribe(onError);
-  try {
+  await collecting<ErrorEvent>(channels.error, async (errors) => {
     const hub = new Hub();
     const store = new MemorySessionStore();
     const { provider, state } = countingProvider(hub);
@@ -793,9 +786,7 @@ test('L8: restoring 20 persisted URIs runs at most 8 at once, drops a no-longer-
       assert.equal(get.withoutKeepAlives, frameText(20, updatedMessage(uris[7]!)));
       get.destroy();
     });
-  } finally {
-    channels.error.unsubscribe(onError);
-  }
+  });
 });
 
 test('L8: another endpoint sharing the session store serves the session and restores its record on GET', async () => {
@@ -883,10 +874,7 @@ test('eviction: the periodic sweep (sessionPruneInterval) evicts a dropped sessi
 /* Slow consumer */
 
 test('slow consumer: a GET client that stops reading costs at most listenMaxQueue notifications; a healthy session gets everything', async () => {
-  const drops: DropEvent[] = [];
-  const onDrop = (event: unknown) => drops.push(event as DropEvent);
-  channels.drop.subscribe(onDrop);
-  try {
+  await collecting<DropEvent>(channels.drop, async (drops) => {
     await withServer({ listenMaxQueue: 20 }, async (server) => {
       const { url, hub, endpoint } = server;
       // Long URIs fill the socket buffers quickly; many of them defeat coalescing.
@@ -917,16 +905,11 @@ test('slow consumer: a GET client that stops reading costs at most listenMaxQueu
       get.destroy();
       await eventually(() => endpoint.stats.streams === 0, 3000, 'streams released');
     });
-  } finally {
-    channels.drop.unsubscribe(onDrop);
-  }
+  });
 });
 
 test('slow consumer: pending notifications are coalesced (one per URI), so a stalled client with few URIs loses nothing', async () => {
-  const drops: DropEvent[] = [];
-  const onDrop = (event: unknown) => drops.push(event as DropEvent);
-  channels.drop.subscribe(onDrop);
-  try {
+  await collecting<DropEvent>(channels.drop, async (drops) => {
     await withServer({ listenMaxQueue: 20 }, async (server) => {
       const { url, hub, endpoint } = server;
       const uris = Array.from({ length: 5 }, (_, i) => `file:///${'y'.repeat(40_000)}/${i}`);
@@ -957,9 +940,7 @@ test('slow consumer: pending notifications are coalesced (one per URI), so a sta
       stalled.destroy();
       await eventually(() => endpoint.stats.streams === 0, 3000, 'streams released');
     });
-  } finally {
-    channels.drop.unsubscribe(onDrop);
-  }
+  });
 });
 
 /* After everything */
