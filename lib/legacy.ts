@@ -9,15 +9,19 @@ import {
   type Observable,
   type SchedulerLike,
   Subject,
+  Subscriber,
   Subscription,
   timer,
+  identity,
+  noop,
+  type MonoTypeOperatorFunction,
 } from 'rxjs';
 import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
 import { keepAlive } from '../operators/keepAlive.js';
 import { replayFrom } from '../operators/replayFrom.js';
 import { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
 import type { AuthInfo } from './auth.js';
-import { lifetimeCap, expiresAt as tokenExpiry } from './closeTriggers.js';
+import { expiresAt as tokenExpiry } from './closeTriggers.js';
 import { encodeResourceUpdated } from './encode.js';
 import type { RequestContext } from './endpoint.js';
 import { InvalidOptionError } from './errors.js';
@@ -348,7 +352,8 @@ export class LegacySessions {
         // Last-Event-ID) and its subscriptions are authorized again on restore.
         const ends: Subscription[] = [
           shutdown$.subscribe(() => this.#endStream(session, handle)),
-          lifetimeCap(maxStreamLifetime, scheduler)(EMPTY).subscribe(() => this.#endStream(session, handle)),
+          // maxStreamLifetime is validated to fit one timer: one scheduled action, not a trigger chain.
+          scheduler.schedule(() => this.#endStream(session, handle), maxStreamLifetime),
         ];
         const expiresAt = context.auth.expiresAt;
         if (expiresAt !== undefined) {
@@ -356,8 +361,10 @@ export class LegacySessions {
         }
         // Restore what is on the record but not live (after a grace period ran out, or on another node).
         const toRestore = { [Symbol.iterator]: () => session.uris.filter((uri) => !session.live.has(uri))[Symbol.iterator]() };
+        // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
+        const replay: MonoTypeOperatorFunction<Frame> = lastEventId === undefined ? identity : replayFrom(lastEventId, session.log);
         return handle.feed.pipe(
-          replayFrom(lastEventId, session.log),
+          replay,
           keepAlive(keepAliveInterval, scheduler),
           dropWhenQueueExceeds(maxQueue, demand$, onDrop),
           restoreSubscriptions(toRestore, (uri) => this.#restore(session, uri, context, handle), RESTORE_CONCURRENCY, (uri, error) =>
@@ -607,16 +614,18 @@ export class LegacySessions {
   #watchListChanged(session: LiveSession): void {
     if (session.listChanged !== undefined) return;
     const { hub, capabilities } = this.#init;
-    const sources: Observable<MessageFrame>[] = [];
-    if (capabilities.tools) sources.push(hub.topic({ topic: 'tools' }));
-    if (capabilities.prompts) sources.push(hub.topic({ topic: 'prompts' }));
-    if (capabilities.resources) sources.push(hub.topic({ topic: 'resources' }));
-    if (sources.length === 0) return;
-    // One Subscription holding each topic's, not a merge(): topics never complete, and this is per session.
-    const push = (frame: MessageFrame) => session.push(frame);
-    const listChanged = new Subscription();
-    for (const source of sources) listChanged.add(source.subscribe(push));
-    session.listChanged = listChanged;
+    const kinds: ('tools' | 'prompts' | 'resources')[] = [];
+    if (capabilities.tools) kinds.push('tools');
+    if (capabilities.prompts) kinds.push('prompts');
+    if (capabilities.resources) kinds.push('resources');
+    if (kinds.length === 0) return;
+    // One subscriber registered on each topic directly (per session, so kept small): topics never complete.
+    const subscriber = new Subscriber<MessageFrame>({ next: (frame: MessageFrame) => session.push(frame), error: noop, complete: noop });
+    for (const kind of kinds) hub.attach(kind, undefined, subscriber);
+    session.listChanged = new Subscription(() => {
+      for (const kind of kinds) hub.detach(kind, undefined, subscriber);
+      subscriber.unsubscribe();
+    });
   }
 
   async #restore(session: LiveSession, uri: string, context: RequestContext, stream: StreamHandle): Promise<void> {
