@@ -247,24 +247,13 @@ async function openFleet(
       timer = setTimeout(() => reject(new Error(`Redis at ${redactedUrl(redis)} did not answer within ${REDIS_CONNECT_TIMEOUT} ms; is it running?`)), REDIS_CONNECT_TIMEOUT);
     });
     await Promise.race([Promise.all([bus.ready(), sessionStore.ready(), eventLog.ready(), sessionBus.ready()]), timeout]).finally(() => clearTimeout(timer));
+    const members = { nodeId, bus, lease, principals, sessionStore, eventLog, sessionBus };
     const fleet: Fleet = {
-      nodeId,
-      bus,
-      lease,
-      principals,
-      sessionStore,
-      eventLog,
-      sessionBus,
+      ...members,
       localOnly: 0,
       close,
       view: {
-        nodeId,
-        bus,
-        lease,
-        principals,
-        sessionStore,
-        eventLog,
-        sessionBus,
+        ...members,
         get localOnly() {
           return fleet.localOnly;
         },
