@@ -8,13 +8,22 @@
 // `notes2/…` (a string-prefix test). We watch each directory instead (non-recursive
 // `fs.watch`, one inotify watch per directory), add watchers as directories appear, and settle
 // every event against the set of known paths after a per-path debounce.
-import { lstatSync, watch } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
+//
+// Every directory is listed, watched and looked into through a descriptor whose location the
+// kernel confirmed, and every file is read from the descriptor that was checked (see
+// pinnedFs.ts): a folder swapped for a symbolic link between a check and a use never lends its
+// name to what the link points at.
+import type { FSWatcher, Stats } from 'node:fs';
+import { watch } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Observable, Subject, share } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
+import { Batch, collectionUri, fileUri, PRIVATE_SCOPE, type FileChange, type Kind } from './changeBatch.js';
+import { isTextType, mimeTypeOf, sniffText } from './mime.js';
+import { inDirectory, openRegularFile, readAtMost, watchDirectorySync, type ReadTooLarge } from './pinnedFs.js';
+
+export { ensureDemoData } from './demoData.js';
 
 /**
  * One entry of a `resources/list` answer.
@@ -37,30 +46,7 @@ export interface ResourceDescriptor {
   readonly description?: string;
 }
 
-/**
- * One settled change under the served directory, ready to be turned into MCP notifications.
- *
- * `updated` is a content change of a known file: publish `notifications/resources/updated` for
- * every URI, the file first, then its collections from the innermost up to the root (DESIGN
- * L5: a collection subscription hears every member's change, matching stays exact).
- * `listChanged` is a file or directory that appeared, disappeared or moved: publish
- * `notifications/resources/list_changed` once, and `resources/updated` for each collection URI
- * (innermost first; a rename lists the collections of both locations). `tools` and `prompts`
- * mean `DIR/tools.json` or `DIR/prompts.json` changed: publish the matching `list_changed`
- * (the file's own resource change is reported too, since it is a file).
- *
- * @example
- * files.changes().subscribe((change) => {
- *   if (change.kind === 'updated') change.uris.forEach((uri) => hub.notifyResourceUpdated(uri));
- * });
- *
- * @see FileResources.changes
- */
-export type FileChange =
-  | { readonly kind: 'updated'; readonly uris: readonly string[] }
-  | { readonly kind: 'listChanged'; readonly uris: readonly string[] }
-  | { readonly kind: 'tools' }
-  | { readonly kind: 'prompts' };
+export type { FileChange } from './changeBatch.js';
 
 /**
  * Options of {@link FileResources.open}.
@@ -83,14 +69,48 @@ export interface FileResourcesOptions {
    * ignoring them.
    */
   readonly onWarning?: (message: string) => void;
+  /**
+   * The largest file `read` answers, in bytes; defaults to 8 MiB (8 388 608). A larger file is
+   * refused with a {@link ResourceTooLargeError} before any of its bytes is read; `tools.json`
+   * and `prompts.json` larger than this are served as empty (with a warning).
+   */
+  readonly maxReadBytes?: number;
 }
 
-type Kind = 'file' | 'collection';
+/** Default of {@link FileResourcesOptions.maxReadBytes}: 8 MiB. */
+export const DEFAULT_MAX_READ_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Thrown by {@link FileResources.read} for a file larger than `maxReadBytes`.
+ *
+ * @example
+ * try {
+ *   await files.read(uri, scopes);
+ * } catch (error) {
+ *   if (error instanceof ResourceTooLargeError) console.log(error.info.size);
+ * }
+ */
+export class ResourceTooLargeError extends Error {
+  override readonly name = 'ResourceTooLargeError';
+  /** Stable machine-readable code. */
+  readonly code = 'ERR_MCP_RX_RESOURCE_TOO_LARGE';
+  /** The URI, the file's size in bytes (as far as known) and the cap in bytes. */
+  readonly info: { readonly uri: string; readonly size: number; readonly maxReadBytes: number };
+
+  constructor(uri: string, size: number, maxReadBytes: number) {
+    super(
+      `resource too large: ${uri} is ${size} bytes and this server reads at most ${maxReadBytes} bytes per resource ` +
+        '(maxReadBytes, --max-read-bytes)',
+    );
+    this.info = { uri, size, maxReadBytes };
+  }
+}
 
 /** State of one watching period: from the first subscriber of `changes()` to the last unsubscribe. */
 interface WatchSession {
   readonly emit: (change: FileChange) => void;
-  readonly watchers: Map<string, { readonly watcher: FSWatcher; readonly ino: number }>;
+  /** The watch of each directory, with the identity (`dev:ino:birthtime`) of the directory it watches. */
+  readonly watchers: Map<string, { readonly watcher: FSWatcher; readonly identity: string }>;
   readonly timers: Map<string, { readonly timer: NodeJS.Timeout; readonly first: number }>;
   readonly due: Set<string>;
   drain: NodeJS.Immediate | undefined;
@@ -104,41 +124,20 @@ interface WatchSession {
    */
   touched: Set<string> | undefined;
   closed: boolean;
+  /** Identity of the served directory at the last look (`undefined`: missing, or not a real directory). */
+  rootIdentity: string | undefined;
+  /** Looks at the served directory every {@link ROOT_POLL_MS}: it may be deleted, recreated or replaced. */
+  readonly rootPoll: NodeJS.Timeout;
 }
 
 const DEFAULT_DEBOUNCE_MS = 50;
 const MAX_WAIT_PERIODS = 10;
-const PRIVATE_SCOPE = 'private';
+/**
+ * Milliseconds between two looks at the served directory itself. A watch follows an inode: once
+ * the directory is deleted, or renamed away, nothing tells that a new one took its place.
+ */
+const ROOT_POLL_MS = 500;
 const URI_LIST = 'text/uri-list';
-
-const MIME_TYPES: Readonly<Record<string, string>> = {
-  '.md': 'text/markdown',
-  '.markdown': 'text/markdown',
-  '.txt': 'text/plain',
-  '.log': 'text/plain',
-  '.csv': 'text/csv',
-  '.html': 'text/html',
-  '.htm': 'text/html',
-  '.css': 'text/css',
-  '.js': 'text/javascript',
-  '.mjs': 'text/javascript',
-  '.ts': 'text/x-typescript',
-  '.json': 'application/json',
-  '.xml': 'application/xml',
-  '.yaml': 'application/yaml',
-  '.yml': 'application/yaml',
-  '.toml': 'application/toml',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.gif': 'image/gif',
-  '.webp': 'image/webp',
-  '.pdf': 'application/pdf',
-  '.zip': 'application/zip',
-  '.gz': 'application/gzip',
-};
-const TEXT_APPLICATION_TYPES = new Set(['application/json', 'application/xml', 'application/yaml', 'application/toml', 'image/svg+xml']);
 
 /**
  * Serves a directory tree as MCP resources and turns its file-system events into
@@ -152,12 +151,21 @@ const TEXT_APPLICATION_TYPES = new Set(['application/json', 'application/xml', '
  * slash on a file never name a resource. Paths under `DIR/private/` (that collection included)
  * need the `private` scope. Symbolic links are followed only to regular files inside the
  * directory, and never from outside `private/` into it; links to directories are not descended
- * (no cycles, no duplicate URIs) and links pointing outside the directory are ignored. `read`
- * re-checks the link target on every read. A link is reported as changed when the link itself
- * changes, not when its target is written.
+ * (no cycles, no duplicate URIs) and links pointing outside the directory are ignored. A link is
+ * reported as changed when the link itself changes, not when its target is written.
  *
- * The set of known paths follows the disk while `changes()` has a subscriber; without one,
- * `list()` rescans, and `canRead`, `isSubscribable` and `read` use the set of the last scan.
+ * `read` opens the file first and then checks the opened file itself: it must be a regular file
+ * (a FIFO or device is opened without blocking and refused) whose real location is inside the
+ * directory, and inside `private/` only when the URI is; the bytes returned are that file's.
+ * Directories are listed and watched the same way, so a folder swapped for a link into
+ * `private/` never lists, reports or reads private entries under a public name. A hard link
+ * is the same file under two names: one made in a public folder to a private file is served
+ * as public (only someone who can already read the private file can make one).
+ *
+ * The set of known paths follows the disk while `changes()` has a subscriber, including the
+ * served directory itself being deleted, recreated or replaced (it is looked at every
+ * 500 ms, then rescanned and watched again); without a subscriber, `list()` rescans, and
+ * `canRead`, `isSubscribable` and `read` use the set of the last scan.
  *
  * @example
  * const files = await FileResources.open('./data');
@@ -175,6 +183,7 @@ export class FileResources {
   readonly rootUri: string;
 
   readonly #debounceMs: number;
+  readonly #maxReadBytes: number;
   readonly #onWarning: (message: string) => void;
   readonly #rootPrefix: string;
   readonly #privateDir: string;
@@ -192,6 +201,7 @@ export class FileResources {
     this.#privateDir = path.join(root, 'private');
     this.rootUri = collectionUri(root);
     this.#debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
+    this.#maxReadBytes = options.maxReadBytes ?? DEFAULT_MAX_READ_BYTES;
     this.#onWarning = options.onWarning ?? (() => {});
     this.#changes = new Observable<FileChange>((subscriber) => {
       if (this.#closed) {
@@ -219,13 +229,17 @@ export class FileResources {
    * @param dir The directory to serve; relative paths resolve against the working directory.
    * It must exist (an `ENOENT` error otherwise) and be a directory.
    * @param options `debounceMs` in milliseconds (defaults to 50; a positive integer, else an
-   * `InvalidOptionError`), `onWarning` (defaults to ignoring warnings).
+   * `InvalidOptionError`), `maxReadBytes` in bytes (defaults to 8 388 608; a positive integer,
+   * else an `InvalidOptionError`), `onWarning` (defaults to ignoring warnings).
    * @see ensureDemoData
    */
   static async open(dir: string, options: FileResourcesOptions = {}): Promise<FileResources> {
-    const { debounceMs } = options;
+    const { debounceMs, maxReadBytes } = options;
     if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs > 0)) {
       throw new InvalidOptionError('debounceMs', 'a positive integer of milliseconds', debounceMs);
+    }
+    if (maxReadBytes !== undefined && !(Number.isSafeInteger(maxReadBytes) && maxReadBytes > 0)) {
+      throw new InvalidOptionError('maxReadBytes', 'a positive integer of bytes', maxReadBytes);
     }
     const root = await fsp.realpath(path.resolve(dir));
     if (!(await fsp.stat(root)).isDirectory()) {
@@ -293,7 +307,12 @@ export class FileResources {
    * TOML, SVG, or an unrecognised extension whose bytes are valid UTF-8 without NUL — then
    * `text/plain`), otherwise as a base64 `blob`. A collection is returned as `text/uri-list`
    * (RFC 2483: one URI per line, each line ended by CRLF) of its direct children the scopes may
-   * read, sorted. The file is read whole, into memory.
+   * read, sorted.
+   *
+   * The file is opened before it is checked, and then checked as opened (see the class
+   * comment): its bytes are exactly those of the file the URI was authorized for. A file larger
+   * than `maxReadBytes` is refused before any byte is read, and a read never holds more than
+   * `maxReadBytes + 1` bytes of a file that grows meanwhile.
    *
    * @example
    * const result = await files.read(`${files.rootUri}README.md`, new Set());
@@ -301,6 +320,7 @@ export class FileResources {
    *
    * @param uri The exact resource URI.
    * @param scopes The caller's granted scopes.
+   * @throws ResourceTooLargeError when the file holds more than `maxReadBytes` bytes.
    * @see FileResources.canRead
    */
   async read(
@@ -319,6 +339,7 @@ export class FileResources {
     }
     const bytes = await this.#readInside(p);
     if (bytes === undefined) return undefined;
+    if (!Buffer.isBuffer(bytes)) throw new ResourceTooLargeError(uri, bytes.size, this.#maxReadBytes);
     const known = mimeTypeOf(p);
     if (known !== undefined) {
       return isTextType(known)
@@ -420,16 +441,16 @@ export class FileResources {
       ready: Promise.resolve(),
       touched: new Set(),
       closed: false,
+      rootIdentity: undefined,
+      rootPoll: setInterval(() => void this.#lookAtRoot(session), ROOT_POLL_MS).unref(),
     };
     this.#session = session;
     for (const [p, kind] of this.#entries) {
       if (kind !== 'collection') continue;
-      try {
-        this.#watchDir(session, p, lstatSync(p).ino);
-      } catch {
-        // Gone since the last scan: the reconcile below drops it.
-      }
+      // Gone or replaced since the last scan: the reconcile below settles it.
+      this.#watchDirSync(session, p);
     }
+    session.rootIdentity = session.watchers.get(this.root)?.identity;
     // Catch up silently with what changed while nobody watched; whatever changes from now on
     // has an event, and is reported by that event's reconcile, not swallowed here.
     session.ready = session.queue = this.#reconcile(session, this.root, undefined)
@@ -443,6 +464,7 @@ export class FileResources {
   #stopWatching(session: WatchSession): void {
     session.closed = true;
     if (this.#session === session) this.#session = undefined;
+    clearInterval(session.rootPoll);
     for (const { watcher } of session.watchers.values()) watcher.close();
     session.watchers.clear();
     for (const { timer } of session.timers.values()) clearTimeout(timer);
@@ -451,27 +473,71 @@ export class FileResources {
     session.due.clear();
   }
 
-  #watchDir(session: WatchSession, dir: string, ino: number): void {
-    const existing = session.watchers.get(dir);
-    if (session.closed || existing?.ino === ino) return;
-    existing?.watcher.close();
-    session.watchers.delete(dir);
+  /**
+   * Notices the served directory deleted, recreated, renamed away and back, or replaced (by
+   * another directory or a link): every watch then follows an inode that is no longer the
+   * served one, so all are dropped and the whole tree is rescanned and watched again.
+   */
+  async #lookAtRoot(session: WatchSession): Promise<void> {
+    const stat = await fsp.lstat(this.root).catch(() => undefined);
+    if (session.closed) return;
+    const identity = stat?.isDirectory() ? identityOf(stat) : undefined;
+    if (identity === session.rootIdentity) return;
+    session.rootIdentity = identity;
+    for (const { watcher } of session.watchers.values()) watcher.close();
+    session.watchers.clear();
+    this.#schedule(session, this.root);
+  }
+
+  /** Watches `dir` as it is now, unless the directory watched there is still the same one. */
+  #watchDirSync(session: WatchSession, dir: string): void {
+    if (session.closed) return;
+    let pinned;
+    try {
+      pinned = watchDirectorySync(dir, (filename) => this.#schedule(session, filename ? path.join(dir, filename) : dir));
+    } catch (error) {
+      this.#warn(`cannot watch ${dir} (${String(error)}); changes under it are not reported`);
+      return;
+    }
+    if (pinned === undefined) return;
+    const identity = identityOf(pinned.stat);
+    if (session.watchers.get(dir)?.identity === identity) {
+      pinned.watcher.close();
+      return;
+    }
+    this.#keepWatcher(session, dir, pinned.watcher, identity);
+  }
+
+  /** Watches the opened directory `pinned` (a `/proc/self/fd/<fd>` path) as `dir`. */
+  #watchPinned(session: WatchSession, dir: string, pinned: string, stat: Stats): void {
+    const identity = identityOf(stat);
+    if (session.closed || session.watchers.get(dir)?.identity === identity) return;
     let watcher: FSWatcher;
     try {
-      watcher = watch(dir, { persistent: true }, (_event, filename) => {
+      watcher = watch(pinned, { persistent: true }, (_event, filename) => {
         this.#schedule(session, filename ? path.join(dir, filename) : dir);
       });
     } catch (error) {
       this.#warn(`cannot watch ${dir} (${String(error)}); changes under it are not reported`);
       return;
     }
+    this.#keepWatcher(session, dir, watcher, identity);
+  }
+
+  #keepWatcher(session: WatchSession, dir: string, watcher: FSWatcher, identity: string): void {
+    session.watchers.get(dir)?.watcher.close();
     watcher.on('error', () => {
       // Typically the directory went away under the watcher; the reconcile tells.
       watcher.close();
       if (session.watchers.get(dir)?.watcher === watcher) session.watchers.delete(dir);
       this.#schedule(session, dir);
     });
-    session.watchers.set(dir, { watcher, ino });
+    session.watchers.set(dir, { watcher, identity });
+  }
+
+  #unwatch(session: WatchSession, dir: string): void {
+    session.watchers.get(dir)?.watcher.close();
+    session.watchers.delete(dir);
   }
 
   #schedule(session: WatchSession, p: string): void {
@@ -499,7 +565,7 @@ export class FileResources {
     // Sorted, a directory is settled before its children: they then settle to no change.
     const paths = [...session.due].sort();
     session.due.clear();
-    const batch = new Batch(this.root);
+    const batch = new Batch(this.root, (p) => this.#isPrivate(p));
     for (const p of paths) {
       try {
         await this.#reconcile(session, p, batch);
@@ -528,10 +594,7 @@ export class FileResources {
     for (const [q, was] of before) {
       if (after.get(q) === was || deferred(q)) continue;
       this.#forget(q);
-      if (was === 'collection') {
-        session.watchers.get(q)?.watcher.close();
-        session.watchers.delete(q);
-      }
+      if (was === 'collection') this.#unwatch(session, q);
       batch?.listChanged(q, was);
     }
     for (const [q, now] of after) {
@@ -553,57 +616,82 @@ export class FileResources {
     return into;
   }
 
+  /**
+   * Adds `dir` and everything under it to `into`, watching each directory when `session` is
+   * given. A directory that is not a real directory at its own path (deleted, or swapped for a
+   * link) is left out with everything under it; the root is always kept, empty when missing.
+   */
   async #scanTree(dir: string, into: Map<string, Kind>, session: WatchSession | undefined): Promise<void> {
-    into.set(dir, 'collection');
-    if (session) {
+    if (dir === this.root) into.set(dir, 'collection');
+    const found = await inDirectory(dir, async (pinned, stat) => {
+      into.set(dir, 'collection');
       // Watch before listing: whatever is created meanwhile is either listed or reported.
-      const stat = await fsp.lstat(dir).catch(() => undefined);
-      if (!stat?.isDirectory()) return;
-      this.#watchDir(session, dir, stat.ino);
+      if (session) this.#watchPinned(session, dir, pinned, stat);
+      const dirents = await fsp.readdir(pinned, { withFileTypes: true }).catch(() => []);
+      const subdirs: string[] = [];
+      for (const dirent of dirents) {
+        const p = path.join(dir, dirent.name);
+        if (dirent.isDirectory()) subdirs.push(p);
+        else if (dirent.isFile() || (dirent.isSymbolicLink() && (await this.#linkKind(p)) === 'file')) into.set(p, 'file');
+      }
+      return subdirs;
+    });
+    if (found === undefined) {
+      if (session) this.#unwatch(session, dir);
+      return;
     }
-    const dirents = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const dirent of dirents) {
-      const p = path.join(dir, dirent.name);
-      if (dirent.isDirectory()) await this.#scanTree(p, into, session);
-      else if (dirent.isFile() || (dirent.isSymbolicLink() && (await this.#linkKind(p)) === 'file')) into.set(p, 'file');
-    }
+    for (const subdir of found) await this.#scanTree(subdir, into, session);
   }
 
+  /** What `p` is now, looked up inside its parent as opened (a swapped parent hides nothing). */
   async #classify(p: string): Promise<Kind | undefined> {
-    const stat = await fsp.lstat(p).catch(() => undefined);
+    const stat = await inDirectory(path.dirname(p), (pinned) => fsp.lstat(path.join(pinned, path.basename(p))).catch(() => undefined));
     if (stat === undefined) return undefined;
     if (stat.isFile()) return 'file';
     if (stat.isDirectory()) return 'collection';
     return stat.isSymbolicLink() ? this.#linkKind(p) : undefined;
   }
 
-  /** A link is served only when it resolves to a regular file inside the root, not crossing into `private/`. */
+  /**
+   * A link is listed only when it resolves to a regular file inside the root, not crossing into
+   * `private/`. Only listing depends on this answer: `read` checks the file it opens.
+   */
   async #linkKind(p: string): Promise<Kind | undefined> {
-    const target = await this.#resolveInside(p);
-    if (target === undefined) return undefined;
-    const stat = await fsp.stat(target).catch(() => undefined);
+    const real = await fsp.realpath(p).catch(() => undefined);
+    if (real === undefined || !this.#mayServe(p, real)) return undefined;
+    const stat = await fsp.stat(real).catch(() => undefined);
     return stat?.isFile() ? 'file' : undefined;
   }
 
-  async #resolveInside(p: string): Promise<string | undefined> {
-    const real = await fsp.realpath(p).catch(() => undefined);
-    if (real === undefined || !this.#isInside(real)) return undefined;
-    if (this.#isPrivate(real) && !this.#isPrivate(p)) return undefined;
-    return real;
+  /** Whether the file really at `real` may be served under the name `p`. */
+  #mayServe(p: string, real: string): boolean {
+    return this.#isInside(real) && (this.#isPrivate(p) || !this.#isPrivate(real));
   }
 
-  /** Reads a file through its real path, re-checked now: a link may have been re-pointed since the scan. */
-  async #readInside(p: string): Promise<Buffer | undefined> {
-    const real = await this.#resolveInside(p);
-    if (real === undefined) return undefined;
-    const stat = await fsp.stat(real).catch(() => undefined);
-    if (!stat?.isFile()) return undefined;
-    return fsp.readFile(real).catch(() => undefined);
+  /**
+   * Reads the file known as `p`: opened first, then checked as opened (a regular file whose real
+   * location may be served under `p`), then read from that descriptor, at most `maxReadBytes`.
+   */
+  async #readInside(p: string): Promise<Buffer | ReadTooLarge | undefined> {
+    const file = await openRegularFile(p, (real) => this.#mayServe(p, real));
+    if (file === undefined) return undefined;
+    try {
+      return await readAtMost(file, this.#maxReadBytes);
+    } catch {
+      return undefined;
+    } finally {
+      await file.handle.close().catch(() => {});
+    }
   }
 
   async #readJsonArray(name: string): Promise<unknown[]> {
-    const bytes = await this.#readInside(path.join(this.root, name));
+    const file = path.join(this.root, name);
+    const bytes = await this.#readInside(file);
     if (bytes === undefined) return [];
+    if (!Buffer.isBuffer(bytes)) {
+      this.#warnOnce(name, `size:${bytes.size}`, `${file} is ${bytes.size} bytes, more than maxReadBytes (${this.#maxReadBytes}); serving no entries`);
+      return [];
+    }
     const text = bytes.toString('utf8');
     let value: unknown;
     try {
@@ -615,11 +703,15 @@ export class FileResources {
       this.#invalidJson.delete(name);
       return value;
     }
-    if (this.#invalidJson.get(name) !== text) {
-      this.#invalidJson.set(name, text);
-      this.#warn(`${path.join(this.root, name)} is not a JSON array; serving no entries until it is fixed`);
-    }
+    this.#warnOnce(name, text, `${file} is not a JSON array; serving no entries until it is fixed`);
     return [];
+  }
+
+  /** Warns about `name` once per distinct `content`. */
+  #warnOnce(name: string, content: string, message: string): void {
+    if (this.#invalidJson.get(name) === content) return;
+    this.#invalidJson.set(name, content);
+    this.#warn(message);
   }
 
   #replaceEntries(entries: Map<string, Kind>): void {
@@ -667,166 +759,7 @@ export class FileResources {
   }
 }
 
-/** The changes settled in one flush, merged: one `listChanged` at most, then each `updated`. */
-class Batch {
-  readonly #root: string;
-  readonly #collections = new Set<string>();
-  readonly #updated: string[] = [];
-  #tools = false;
-  #prompts = false;
-
-  constructor(root: string) {
-    this.#root = root;
-  }
-
-  listChanged(p: string, kind: Kind): void {
-    if (kind === 'collection') this.#collections.add(p);
-    for (const dir of this.#ancestors(p)) this.#collections.add(dir);
-    this.#touch(p);
-  }
-
-  updated(p: string): void {
-    this.#updated.push(p);
-    this.#touch(p);
-  }
-
-  changes(): FileChange[] {
-    const out: FileChange[] = [];
-    if (this.#collections.size > 0) {
-      const depth = (p: string) => p.split(path.sep).length;
-      const dirs = [...this.#collections].sort((a, b) => depth(b) - depth(a) || (a < b ? -1 : a > b ? 1 : 0));
-      out.push({ kind: 'listChanged', uris: dirs.map(collectionUri) });
-    }
-    for (const p of this.#updated) {
-      out.push({ kind: 'updated', uris: [fileUri(p), ...this.#ancestors(p).map(collectionUri)] });
-    }
-    if (this.#tools) out.push({ kind: 'tools' });
-    if (this.#prompts) out.push({ kind: 'prompts' });
-    return out;
-  }
-
-  #touch(p: string): void {
-    if (p === path.join(this.#root, 'tools.json')) this.#tools = true;
-    if (p === path.join(this.#root, 'prompts.json')) this.#prompts = true;
-  }
-
-  /** Enclosing directories of `p`, innermost first, up to and including the root. */
-  #ancestors(p: string): string[] {
-    const out: string[] = [];
-    let dir = p;
-    while (dir !== this.#root) {
-      const parent = path.dirname(dir);
-      if (parent === dir) break;
-      out.push((dir = parent));
-    }
-    return out;
-  }
-}
-
-function fileUri(p: string): string {
-  return pathToFileURL(p).href;
-}
-
-function collectionUri(p: string): string {
-  const href = pathToFileURL(p).href;
-  return href.endsWith('/') ? href : `${href}/`;
-}
-
-function mimeTypeOf(p: string): string | undefined {
-  return MIME_TYPES[path.extname(p).toLowerCase()];
-}
-
-function isTextType(mimeType: string): boolean {
-  return mimeType.startsWith('text/') || TEXT_APPLICATION_TYPES.has(mimeType);
-}
-
-function sniffText(bytes: Buffer): string | undefined {
-  if (bytes.includes(0)) return undefined;
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    return undefined;
-  }
-}
-
-const DEMO_TOOLS = [
-  {
-    name: 'echo',
-    description: 'Returns the given text unchanged.',
-    inputSchema: {
-      type: 'object',
-      properties: { text: { type: 'string', description: 'The text to echo back.' } },
-      required: ['text'],
-    },
-  },
-  {
-    name: 'add',
-    description: 'Adds two numbers and returns the sum.',
-    inputSchema: {
-      type: 'object',
-      properties: { a: { type: 'number' }, b: { type: 'number' } },
-      required: ['a', 'b'],
-    },
-  },
-];
-
-const DEMO_PROMPTS = [
-  {
-    name: 'summarize',
-    description: 'Summarize a resource of this server in three sentences.',
-    arguments: [{ name: 'uri', description: 'The file:// URI of the resource to summarize.', required: true }],
-  },
-];
-
-const DEMO_README = `# Demo data of the mcp-rx-streams reference server
-
-Every file in this directory is an MCP resource (\`file://\` + its absolute path), every
-directory a collection (the same with a trailing \`/\`).
-
-Try it: subscribe to a file or a collection, then edit, create, delete or rename files here.
-
-- Editing a file sends \`notifications/resources/updated\` for the file and every enclosing
-  directory up to this one.
-- Creating, deleting or renaming a file sends \`notifications/resources/list_changed\`.
-- \`tools.json\` and \`prompts.json\` are served by \`tools/list\` and \`prompts/list\`; editing
-  them also sends \`notifications/tools/list_changed\` / \`notifications/prompts/list_changed\`.
-- Files under \`private/\` need the \`private\` scope.
-`;
-
-/**
- * Creates a directory of sample data for the reference server, unless it already exists.
- *
- * Writes `README.md`, `notes/todo.txt`, `config.json`, `tools.json` (two tools with `name`,
- * `description` and `inputSchema`), `prompts.json` (one prompt) and `private/secret.txt`. An
- * existing directory is left exactly as it is, so a user's edits survive restarts; the check
- * and the creation are one `mkdir`, so two starts racing do not both write.
- *
- * @example
- * if (await ensureDemoData('./data')) console.log('created ./data with sample files');
- * const files = await FileResources.open('./data');
- *
- * @param dir The directory to create; missing parent directories are created too.
- * @returns `true` when it created the directory, `false` when it existed.
- * @see FileResources.open
- */
-export async function ensureDemoData(dir: string): Promise<boolean> {
-  const target = path.resolve(dir);
-  await fsp.mkdir(path.dirname(target), { recursive: true });
-  try {
-    await fsp.mkdir(target);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  }
-  await fsp.mkdir(path.join(target, 'notes'));
-  await fsp.mkdir(path.join(target, 'private'));
-  await Promise.all([
-    fsp.writeFile(path.join(target, 'README.md'), DEMO_README),
-    fsp.writeFile(path.join(target, 'notes', 'todo.txt'), '- subscribe to this file\n- edit it and watch the notification\n'),
-    fsp.writeFile(path.join(target, 'config.json'), `${JSON.stringify({ greeting: 'hello', retries: 3 }, null, 2)}\n`),
-    fsp.writeFile(path.join(target, 'tools.json'), `${JSON.stringify(DEMO_TOOLS, null, 2)}\n`),
-    fsp.writeFile(path.join(target, 'prompts.json'), `${JSON.stringify(DEMO_PROMPTS, null, 2)}\n`),
-    fsp.writeFile(path.join(target, 'private', 'secret.txt'), 'Only callers with the private scope can read this.\n'),
-  ]);
-  return true;
+/** What tells one directory from another made later at the same path (inode numbers are reused). */
+function identityOf(stat: Stats): string {
+  return `${stat.dev}:${stat.ino}:${stat.birthtimeMs}`;
 }
