@@ -12,7 +12,7 @@
 // (bench/run.mjs runs it as workload 5 and puts it in the table.)
 import os from 'node:os';
 import { bench, do_not_optimize, run, summary } from 'mitata';
-import { encodeFrame, encodeResourceUpdated, notificationFrame } from '../dist/lib/index.js';
+import { encodeFrame, encodeResourceUpdated, notificationFrame } from '../dist/index.js';
 
 const N = 1000;
 const json = process.argv.includes('--json');

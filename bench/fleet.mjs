@@ -47,7 +47,7 @@ const role = option('role');
 
 /** A serving node: Hub (on a RedisBus with --redis), McpEndpoint, node:http on a free port. */
 async function runServer() {
-  const { Hub, McpEndpoint, nodeHandler, channels } = await import('../dist/lib/index.js');
+  const { Hub, McpEndpoint, nodeHandler, channels } = await import('../dist/index.js');
   const redis = option('redis');
   const bus = redis === undefined ? undefined : new (await import('../dist/adapters/redis/index.js')).RedisBus({ redis });
   const hub = new Hub(bus === undefined ? {} : { bus });
@@ -62,7 +62,7 @@ async function runServer() {
 
 /** The fleet's publisher: a Hub on a RedisBus and nothing else. */
 async function runPublisher() {
-  const { Hub } = await import('../dist/lib/index.js');
+  const { Hub } = await import('../dist/index.js');
   const { RedisBus } = await import('../dist/adapters/redis/index.js');
   const bus = new RedisBus({ redis: option('redis') });
   const hub = new Hub({ bus });

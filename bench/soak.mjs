@@ -37,7 +37,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { channels, Hub, McpEndpoint, MemorySessionStore, nodeHandler } from '../dist/lib/index.js';
+import { channels, Hub, McpEndpoint, MemorySessionStore, nodeHandler } from '../dist/index.js';
 
 const { values } = parseArgs({
   options: {

@@ -18,7 +18,7 @@ import {
   nodeHandler,
   type MethodHandler,
   type RequestContext,
-} from '../lib/index.js';
+} from '../index.js';
 
 /** The resource the conformance scenarios subscribe to (and the only subscribable one here). */
 export const WATCHED_RESOURCE = 'test://watched-resource';

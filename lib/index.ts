@@ -1,4 +1,5 @@
-// mcp-rx-streams: the public API. Explicit named exports only.
+// The core's public surface (lib/ only): the package entry `index.ts` re-exports it with the
+// operators and the node:http / Fetch adapters. Explicit named exports only.
 
 /* Hub */
 export { Hub, NotificationMethod } from './hub.js';
@@ -73,24 +74,3 @@ export { isThenable } from './replayBuffer.js';
 /* Telemetry */
 export { channels } from './telemetry.js';
 export type { DropEvent, ErrorEvent, StartEvent, StopEvent, StopReason } from './telemetry.js';
-
-/* Operators */
-export { ackThenNotify } from '../operators/ackThenNotify.js';
-export { closeWhen } from '../operators/closeWhen.js';
-export type { CloseNotice } from '../operators/closeWhen.js';
-export { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
-export { keepAlive } from '../operators/keepAlive.js';
-export { replayFrom } from '../operators/replayFrom.js';
-export { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
-export { tagSubscriptionId } from '../operators/tagSubscriptionId.js';
-export { withEventIds } from '../operators/withEventIds.js';
-
-/* Adapters */
-export { nodeHandler } from '../adapters/node.js';
-export type { NodeHandler } from '../adapters/node.js';
-export { webHandler } from '../adapters/web.js';
-export type { WebConnectionInfo, WebHandlerOptions } from '../adapters/web.js';
-export { listen, openSse, ListenClientError, LISTEN_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSION } from '../adapters/client.js';
-export type { ListenClientErrorInfo, ListenClientOptions, OpenSseInit } from '../adapters/client.js';
-export { parseSse, SseParser } from '../adapters/sseParser.js';
-export type { ParsedSseEvent } from '../adapters/sseParser.js';

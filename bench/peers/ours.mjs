@@ -4,7 +4,7 @@
 // default `hubResources` provider). The caps are raised so that 10 000 streams or sessions from
 // one address fit (the defaults are 1000 streams, 4 per principal, 10 000 sessions); every other
 // option is the default (15 s keep-alive, 1000-frame queue, 100-frame replay buffer per session).
-import { channels, Hub, McpEndpoint, nodeHandler } from '../../dist/lib/index.js';
+import { channels, Hub, McpEndpoint, nodeHandler } from '../../dist/index.js';
 
 export const name = 'mcp-rx-streams';
 export const description = 'McpEndpoint + nodeHandler (dist/)';

@@ -1,0 +1,97 @@
+// mcp-rx-streams: the package entry (`import … from 'mcp-rx-streams'`). Explicit named exports only.
+//
+// It loads the core, the operators and the server adapters, nothing heavier: the undici client is
+// `mcp-rx-streams/client`, the Redis fleet `mcp-rx-streams/redis` (needs ioredis), the Prometheus
+// bridge `mcp-rx-streams/metrics` (needs prom-client). spec/package.spec.ts checks that every
+// export of lib/index.ts is re-exported here.
+
+/* Hub */
+export { Hub, NotificationMethod } from './lib/index.js';
+export type { HubBus, HubEvent, HubOptions, TaskStatus, TopicSelector } from './lib/index.js';
+
+/* Listen assembly */
+export { listenStream, notifications, StalledStreamError } from './lib/index.js';
+export type { ListenStreamInit } from './lib/index.js';
+export {
+  acknowledgedNotification,
+  authorizeListenFilter,
+  clientDeclaresTasks,
+  filterNames,
+  parseListenFilter,
+  MAX_FILTER_ENTRIES,
+  CLIENT_CAPABILITIES_META_KEY,
+  TASKS_EXTENSION_ID,
+} from './lib/index.js';
+export type { FilterName, ListenFilter, ResourceAuthorizer, ServerCapabilities } from './lib/index.js';
+export {
+  DEFAULT_LISTEN_OPTIONS,
+  DEFAULT_STREAM_LIMITS,
+  MAX_TIMER_DELAY,
+  positiveInteger,
+  resolveListenOptions,
+  resolveStreamLimits,
+} from './lib/index.js';
+export type { CloseNoticeMode, ListenOptions, StreamLimits } from './lib/index.js';
+export { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from './lib/index.js';
+export type { CloseTrigger } from './lib/index.js';
+
+/* Frames and encoding */
+export { controlFrame, isNotification, KEEP_ALIVE, notificationFrame } from './lib/index.js';
+export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, TopicKind } from './lib/index.js';
+export { encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './lib/index.js';
+export type { SseEvent } from './lib/index.js';
+
+/* JSON-RPC and errors */
+export { ErrorCode, isJsonRpcId, JsonRpcError, SUBSCRIPTION_ID_META_KEY } from './lib/index.js';
+export type {
+  JsonRpcErrorObject,
+  JsonRpcErrorResponse,
+  JsonRpcId,
+  JsonRpcMessage,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  JsonRpcResultResponse,
+} from './lib/index.js';
+export { FrameEncodingError, InvalidOptionError } from './lib/index.js';
+
+/* Endpoint, limits and auth */
+export { acceptsEventStream, JSON_HEADERS, localhostHosts, McpEndpoint, MODERN_PROTOCOL_VERSION, SSE_HEADERS } from './lib/index.js';
+export type { EndpointRequest, EndpointResponse, EndpointStats, McpEndpointOptions, MethodHandler, ParsedBody, RequestContext } from './lib/index.js';
+export { StreamSlots } from './lib/index.js';
+export type { Slot } from './lib/index.js';
+export { PrincipalRegistry } from './lib/index.js';
+export type { Admission, PrincipalCap } from './lib/index.js';
+export { addressBucket, anonymous, AuthError } from './lib/index.js';
+export type { AuthInfo } from './lib/index.js';
+
+/* Legacy era: sessions, resource providers, replay */
+export { DEFAULT_SESSION_OPTIONS, LEGACY_PROTOCOL_VERSIONS, resolveSessionOptions, RestoreError } from './lib/index.js';
+export type { ServerInfo, SessionOptions } from './lib/index.js';
+export { MemorySessionStore } from './lib/index.js';
+export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './lib/index.js';
+export { hubResources } from './lib/index.js';
+export type { HubResourcesOptions, ResourceProvider } from './lib/index.js';
+export { ReplayBuffer } from './lib/index.js';
+export type { EventLog } from './lib/index.js';
+export { isThenable } from './lib/index.js';
+
+/* Telemetry */
+export { channels } from './lib/index.js';
+export type { DropEvent, ErrorEvent, StartEvent, StopEvent, StopReason } from './lib/index.js';
+
+/* Operators */
+export { ackThenNotify } from './operators/ackThenNotify.js';
+export { closeWhen } from './operators/closeWhen.js';
+export type { CloseNotice } from './operators/closeWhen.js';
+export { dropWhenQueueExceeds } from './operators/dropWhenQueueExceeds.js';
+export { keepAlive } from './operators/keepAlive.js';
+export { replayFrom } from './operators/replayFrom.js';
+export { restoreSubscriptions } from './operators/restoreSubscriptions.js';
+export { tagSubscriptionId } from './operators/tagSubscriptionId.js';
+export { withEventIds } from './operators/withEventIds.js';
+
+/* Adapters: node:http and the Fetch API */
+export { nodeHandler } from './adapters/node.js';
+export type { NodeHandler } from './adapters/node.js';
+export { webHandler } from './adapters/web.js';
+export type { WebConnectionInfo, WebHandlerOptions } from './adapters/web.js';
