@@ -1,9 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Subscriber } from 'rxjs';
 import { Broadcast } from '../lib/broadcast.js';
 import { encodeFrame } from '../lib/encode.js';
 import type { Frame } from '../lib/frame.js';
 import type { EndpointRequest, EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
+import { StalledStreamError } from '../lib/stallGuard.js';
+import { reportError } from '../lib/telemetry.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify raw. */
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody?: unknown) => void;
@@ -15,7 +18,10 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody
  * already parsed it: Express's `req.body`, or the third argument (Fastify: `request.body`). An SSE
  * response is written frame by frame; `write()` returning false tells the stream the socket is
  * busy until `'drain'`, so a client that stops reading costs at most its bounded queue. When the
- * connection closes (client gone, socket destroyed), the stream is unsubscribed at once.
+ * connection closes (client gone, socket destroyed), the stream is unsubscribed at once, whatever
+ * state it is in: mid-stream, closing, or still queued behind another response pipelined on the
+ * same keep-alive connection (the socket is watched, not only the response). An error on a
+ * stream's write path ends that stream alone and is reported on `channels.error`.
  *
  * @example
  * import http from 'node:http';
@@ -38,15 +44,24 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
       remoteAddress: req.socket.remoteAddress,
       body: preParsed !== undefined ? { parsed: preParsed } : req,
     };
-    endpoint.handle(request).then(
-      (response) => write(response, res, endpoint.listenOptions.keepAliveInterval),
-      () => res.destroy(),
-    );
+    endpoint
+      .handle(request)
+      .then(
+        (response) => write(response, req.socket, res, endpoint.listenOptions.keepAliveInterval),
+        () => res.destroy(),
+      )
+      // Nothing thrown while answering may reach the process (an unhandled rejection ends it).
+      .catch((error: unknown) => {
+        reportError('adapter', error);
+        res.destroy();
+      });
   };
 }
 
-function write(response: EndpointResponse, res: ServerResponse, graceMs: number): void {
-  if (res.destroyed || res.writableEnded) {
+function write(response: EndpointResponse, socket: Socket, res: ServerResponse, graceMs: number): void {
+  // The connection may have ended while the request was being handled; a response queued behind
+  // another on a keep-alive connection never hears its own 'close' (Node 20): look at the socket.
+  if (res.destroyed || res.writableEnded || socket.destroyed) {
     if (response.kind === 'stream') response.abandon();
     return;
   }
@@ -60,16 +75,21 @@ function write(response: EndpointResponse, res: ServerResponse, graceMs: number)
       res.end();
       return;
     case 'stream':
-      return stream(response, res, graceMs);
+      return stream(response, socket, res, graceMs);
   }
 }
 
-function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, res: ServerResponse, graceMs: number): void {
+function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, socket: Socket, res: ServerResponse, graceMs: number): void {
   res.writeHead(response.status, response.headers);
   // The client learns the stream is open now, not at its first frame (a legacy GET may have none for a while).
   res.flushHeaders();
-  const writer = new SseWriter(res, graceMs);
-  response.open(writer.demand).subscribe(writer);
+  const writer = new SseWriter(res, socket, graceMs);
+  try {
+    response.open(writer.demand).subscribe(writer);
+  } catch (error) {
+    writer.fail(error);
+    return;
+  }
   // The connection closed while the stream was being opened.
   if (writer.gone) writer.unsubscribe();
 }
@@ -84,8 +104,43 @@ function flushDirty(): void {
 }
 
 /**
+ * What a stream's text is written in: once a stream's pending text reaches this many UTF-16 code
+ * units it is written at once instead of at the end of the tick, so that a burst never becomes
+ * one unbounded string (and the socket's backpressure applies within the burst).
+ */
+const WRITE_CHUNK = 16_384;
+
+/**
+ * The streams of each connection: one `'close'` listener per socket, however many streaming
+ * responses are pipelined on it.
+ */
+const streamsOf = new WeakMap<Socket, Set<SseWriter>>();
+
+function watch(socket: Socket, writer: SseWriter): void {
+  let writers = streamsOf.get(socket);
+  if (writers === undefined) {
+    const set = (writers = new Set());
+    streamsOf.set(socket, set);
+    socket.once('close', () => {
+      streamsOf.delete(socket);
+      for (const each of Array.from(set)) each.connectionClosed();
+    });
+  }
+  writers.add(writer);
+}
+
+function unwatch(socket: Socket, writer: SseWriter): void {
+  streamsOf.get(socket)?.delete(writer);
+}
+
+/**
  * Writes one stream's frames to its response and reports the socket's demand back. One object
  * per stream (a Subscriber, not an observer object with closures): idle streams are many.
+ *
+ * Whatever goes wrong on the write path (a frame that cannot be encoded, a write that throws, a
+ * demand signal whose receiver throws) ends this stream alone: the error is reported on
+ * `channels.error` (`where: 'adapter'`), the connection is dropped and the stream unsubscribed,
+ * which gives back its slot and principal entry. Nothing escapes into a socket callback.
  */
 class SseWriter extends Subscriber<Frame> {
   /** `false` when `write()` returned false, `true` on `'drain'`. */
@@ -94,24 +149,56 @@ class SseWriter extends Subscriber<Frame> {
   gone = false;
   // The frames a stream gets within one tick (a burst of publishes, a notification and its
   // keep-alive) go out as one write: one HTTP chunk and one syscall instead of one per frame.
-  // They are at most one tick's worth: once a write returns false the stream queues upstream.
+  // At most WRITE_CHUNK of them wait: once a write returns false the stream queues upstream.
   private pending = '';
   private scheduled = false;
-  private readonly onDrain = () => this.demand.next(true);
-  private readonly onClose = () => {
-    this.gone = true;
-    this.pending = '';
-    this.res.off('drain', this.onDrain);
-    this.unsubscribe();
+  private readonly onDrain = () => {
+    try {
+      this.demand.next(true);
+    } catch (error) {
+      this.fail(error);
+    }
   };
+  private readonly onClose = () => this.connectionClosed();
 
   constructor(
     private readonly res: ServerResponse,
+    private readonly socket: Socket,
     private readonly graceMs: number,
   ) {
     super();
     res.on('drain', this.onDrain);
     res.once('close', this.onClose);
+    watch(socket, this);
+  }
+
+  // An override rather than an added teardown: no closure per stream.
+  override unsubscribe(): void {
+    if (this.closed) return;
+    super.unsubscribe();
+    this.res.off('drain', this.onDrain);
+    this.res.off('close', this.onClose);
+    unwatch(this.socket, this);
+  }
+
+  /** The client went away (the response or its connection closed): nothing more is written. */
+  connectionClosed(): void {
+    this.gone = true;
+    this.pending = '';
+    this.unsubscribe();
+  }
+
+  /** Ends this stream because its write path threw: reported, connection dropped, stream released. */
+  fail(error: unknown): void {
+    reportError('adapter', error);
+    this.gone = true;
+    this.pending = '';
+    try {
+      this.res.destroy();
+    } catch {
+      // Already torn down.
+    }
+    this.unsubscribe();
   }
 
   flush(): void {
@@ -119,18 +206,32 @@ class SseWriter extends Subscriber<Frame> {
     if (this.pending === '' || this.gone) return;
     const text = this.pending;
     this.pending = '';
-    if (!this.res.write(text)) this.demand.next(false);
+    try {
+      if (!this.res.write(text)) this.demand.next(false);
+    } catch (error) {
+      this.fail(error);
+    }
   }
 
   protected override _next(frame: Frame): void {
-    this.pending += encodeFrame(frame);
-    if (!this.scheduled) {
+    if (this.gone) return;
+    try {
+      this.pending += encodeFrame(frame);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (this.pending.length >= WRITE_CHUNK) {
+      this.flush();
+    } else if (!this.scheduled) {
       this.scheduled = true;
       if (dirty.push(this) === 1) process.nextTick(flushDirty);
     }
   }
 
-  protected override _error(): void {
+  protected override _error(error: unknown): void {
+    // The stream failed (say, a client that never took its closing frames): drop the connection.
+    if (!(error instanceof StalledStreamError)) reportError('adapter', error);
     try {
       this.res.destroy();
     } finally {
@@ -145,11 +246,16 @@ class SseWriter extends Subscriber<Frame> {
       res.end();
       // The closing frames may still sit in the socket's buffer of a client that stopped reading:
       // it gets one keep-alive interval to take them, then the connection is dropped.
-      if (!res.writableFinished) {
+      if (!res.writableFinished && !this.socket.destroyed) {
         const timer = setTimeout(() => res.destroy(), graceMs);
         timer.unref();
-        res.once('close', () => clearTimeout(timer));
+        const clear = () => clearTimeout(timer);
+        res.once('close', clear);
+        this.socket.once('close', clear);
       }
+    } catch (error) {
+      reportError('adapter', error);
+      this.res.destroy();
     } finally {
       this.unsubscribe();
     }

@@ -1,6 +1,7 @@
 import { Subject, type Subscription } from 'rxjs';
 import { encodeFrame } from '../lib/encode.js';
 import type { EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
+import { reportError } from '../lib/telemetry.js';
 
 /** Connection facts a Fetch-API runtime knows but `Request` does not carry. */
 export interface WebConnectionInfo {
@@ -60,6 +61,7 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
   let subscription: Subscription | undefined;
   const stop = () => subscription?.unsubscribe();
   let cleanup = () => {};
+  let failed: (error: unknown) => void = () => {};
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -74,20 +76,60 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
         };
         signal.addEventListener('abort', abort, { once: true });
         cleanup = () => signal.removeEventListener('abort', abort);
-        subscription = response.open(demand$).subscribe({
-          next: (frame) => {
-            controller.enqueue(encoder.encode(encodeFrame(frame)));
-            if ((controller.desiredSize ?? 1) <= 0) demand$.next(false);
-          },
-          error: (error) => controller.error(error),
-          complete: () => {
-            cleanup();
-            controller.close();
-          },
-        });
+        // Whatever throws on the write path (a frame that cannot be encoded, a closed controller)
+        // ends this stream alone: reported, the body errored, the stream unsubscribed (which gives
+        // back its slot and principal entry). Nothing reaches the runtime's callbacks.
+        const fail = (error: unknown) => {
+          reportError('adapter', error);
+          cleanup();
+          stop();
+          try {
+            controller.error(error);
+          } catch {
+            // already closed
+          }
+        };
+        failed = fail;
+        try {
+          subscription = response.open(demand$).subscribe({
+            next: (frame) => {
+              try {
+                // One chunk per frame: the body never holds one unbounded string.
+                controller.enqueue(encoder.encode(encodeFrame(frame)));
+                if ((controller.desiredSize ?? 1) <= 0) demand$.next(false);
+              } catch (error) {
+                fail(error);
+              }
+            },
+            error: (error) => {
+              cleanup();
+              try {
+                controller.error(error);
+              } catch {
+                // already closed
+              }
+            },
+            complete: () => {
+              cleanup();
+              try {
+                controller.close();
+              } catch {
+                // already cancelled
+              }
+            },
+          });
+        } catch (error) {
+          fail(error);
+        }
+        // The stream may have ended while it was being opened (`stop` found no subscription yet).
+        if (signal.aborted) stop();
       },
       pull() {
-        demand$.next(true);
+        try {
+          demand$.next(true);
+        } catch (error) {
+          failed(error);
+        }
       },
       cancel() {
         cleanup();

@@ -111,6 +111,28 @@ export function taggedMessage(frame: MessageFrame): JsonRpcMessage {
   return frame.subscriptionId === undefined ? frame.message : (JSON.parse(messageJson(frame)) as JsonRpcMessage);
 }
 
+// `event: message\n` + `data: ` + `\n\n`: what every message frame adds around its JSON.
+const MESSAGE_FRAMING_BYTES = 15 + 6 + 2;
+
+/**
+ * How many bytes `encodeFrame(frame)` takes as UTF-8, without building it for the frames of the
+ * hot shape (pre-encoded and tagged): what a queue of frames for a slow client is bounded by.
+ *
+ * @example
+ * encodedByteLength(KEEP_ALIVE) // 3
+ * @param frame any frame.
+ * @returns its size on the wire, in bytes.
+ * @throws FrameEncodingError when the frame cannot be encoded (as `encodeFrame` would).
+ */
+export function encodedByteLength(frame: Frame): number {
+  if (frame.type === 'comment') return frame.text === '' ? KEEP_ALIVE_TEXT.length : Buffer.byteLength(encodeFrame(frame), 'utf8');
+  if (frame.type !== 'message' || frame.encoded === undefined || frame.eventId !== undefined) return Buffer.byteLength(encodeFrame(frame), 'utf8');
+  const { encoded, subscriptionId: id } = frame;
+  if (id === undefined || encoded.tail === '') return MESSAGE_FRAMING_BYTES + Buffer.byteLength(encoded.plain, 'utf8');
+  const idBytes = typeof id === 'number' ? `${id}`.length : Buffer.byteLength(JSON.stringify(id), 'utf8');
+  return MESSAGE_FRAMING_BYTES + Buffer.byteLength(encoded.head, 'utf8') + idBytes + Buffer.byteLength(encoded.tail, 'utf8');
+}
+
 /** The bytes of the keep-alive comment. */
 export const KEEP_ALIVE_TEXT = ':\r\n';
 

@@ -5,7 +5,7 @@ import { authorizeListenFilter, type ListenFilter, parseListenFilter, type Serve
 import type { Frame } from './frame.js';
 import { HttpError } from './httpError.js';
 import type { Hub } from './hub.js';
-import { ErrorCode, isJsonRpcId, JsonRpcError, type JsonRpcId } from './jsonrpc.js';
+import { ErrorCode, exceedsBytes, isJsonRpcId, JsonRpcError, type JsonRpcId, MAX_REQUEST_ID_BYTES } from './jsonrpc.js';
 import {
   LegacySessions,
   type LiveSession,
@@ -168,7 +168,7 @@ export interface EndpointStats {
 
 const KNOWN_OPTIONS = new Set([
   'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
-  'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'closeNotice',
+  'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
@@ -215,8 +215,8 @@ export class McpEndpoint {
       if (!KNOWN_OPTIONS.has(key)) throw new InvalidOptionError(key, 'a known McpEndpoint option', (options as unknown as Record<string, unknown>)[key]);
     }
     if (options.hub === undefined) throw new InvalidOptionError('hub', 'a Hub', options.hub);
-    const { keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, closeNotice } = options;
-    this.listenOptions = resolveListenOptions({ keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, closeNotice });
+    const { keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice } = options;
+    this.listenOptions = resolveListenOptions({ keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice });
     const limits = resolveStreamLimits({ maxListensPerPrincipal: options.maxListensPerPrincipal, maxStreams: options.maxStreams });
     this.hub = options.hub;
     this.slots = options.slots ?? new StreamSlots(limits.maxStreams);
@@ -262,6 +262,7 @@ export class McpEndpoint {
             instructions: options.instructions,
             keepAliveInterval: this.listenOptions.keepAliveInterval,
             maxQueue: this.listenOptions.listenMaxQueue,
+            maxQueueBytes: this.listenOptions.listenMaxQueueBytes,
             maxStreamLifetime: this.listenOptions.maxStreamLifetime,
             slots: this.slots,
             scheduler: this.#scheduler,
@@ -488,7 +489,7 @@ export class McpEndpoint {
       slot.release();
       throw error;
     }
-    return this.#listenResponse(id, authorized, context.auth.principal, context.auth.expiresAt, slot);
+    return this.#listenResponse(id, authorized, context.auth, slot);
   }
 
   readonly #closeStream = () => {
@@ -497,7 +498,8 @@ export class McpEndpoint {
 
   // Apart from #listen so that an open stream's closures hold only what the stream needs, not the
   // request, its body and its context (times 10 000 idle streams).
-  #listenResponse(id: JsonRpcId, filter: ListenFilter, principal: string, expiresAt: number | undefined, slot: Slot): EndpointResponse {
+  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, slot: Slot): EndpointResponse {
+    const { principal, expiresAt, scopes } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
         const admission = this.principals.admit(principal);
@@ -513,6 +515,7 @@ export class McpEndpoint {
             shutdown$: this.#shutdown,
             demand$,
             scheduler: this.#scheduler,
+            scopes,
           });
         } catch (error) {
           // Nothing was opened: give back what was taken, then fail the subscription.
@@ -557,9 +560,13 @@ function parseEnvelope(value: unknown): Envelope {
   if (Array.isArray(value)) throw invalid('JSON-RPC batches are not supported; send one request per POST');
   if (value === null || typeof value !== 'object') throw invalid('the body must be a JSON-RPC request object');
   const message = value as Record<string, unknown>;
-  const id = isJsonRpcId(message.id) ? message.id : null;
+  const id = isJsonRpcId(message.id) && !(typeof message.id === 'string' && exceedsBytes(message.id, MAX_REQUEST_ID_BYTES)) ? message.id : null;
   if (message.jsonrpc !== '2.0') throw invalid('jsonrpc must be "2.0"', id);
   if ('id' in message && !isJsonRpcId(message.id)) throw invalid('id must be a string or a number');
+  // The id is echoed in every frame of a stream: bounded before anything is opened.
+  if (typeof message.id === 'string' && exceedsBytes(message.id, MAX_REQUEST_ID_BYTES)) {
+    throw invalid(`id must be a string of at most ${MAX_REQUEST_ID_BYTES} bytes or a number`);
+  }
   if (typeof message.method !== 'string') throw invalid('method must be a string', id);
   const params = message.params;
   if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {

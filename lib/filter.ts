@@ -3,7 +3,7 @@
  * resource authorization and the acknowledgment (DESIGN M2–M4).
  */
 import { match, P } from 'ts-pattern';
-import { ErrorCode, JsonRpcError } from './jsonrpc.js';
+import { ErrorCode, exceedsBytes, JsonRpcError } from './jsonrpc.js';
 import type { JsonRpcNotification } from './jsonrpc.js';
 
 /** Which notification kinds this server can deliver (what it advertises). */
@@ -31,6 +31,15 @@ export interface ListenFilter {
 
 /** The most URIs (or task ids) one listen may name (MCP 2026-07-28). */
 export const MAX_FILTER_ENTRIES = 1000;
+
+/**
+ * The longest resource URI accepted, in UTF-8 bytes: 8192 (8 KiB), in a listen filter and in a
+ * legacy `resources/subscribe`/`unsubscribe`. A longer one is refused with `-32602` naming the field.
+ */
+export const MAX_URI_BYTES = 8192;
+
+/** The longest task id accepted in a listen filter, in UTF-8 bytes: 1024 (1 KiB). */
+export const MAX_TASK_ID_BYTES = 1024;
 
 /** The request `_meta` key under which a 2026-07-28 client declares its capabilities, per request. */
 export const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities';
@@ -289,8 +298,13 @@ function readList(notifications: JsonObject, field: string, noun: 'URI' | 'task 
   if (value.length > MAX_FILTER_ENTRIES) {
     throw invalidParams(`params.notifications.${field} must list at most ${MAX_FILTER_ENTRIES} ${noun}s, got ${value.length}`);
   }
+  const maxBytes = noun === 'URI' ? MAX_URI_BYTES : MAX_TASK_ID_BYTES;
   for (let index = 0; index < value.length; index++) {
-    if (typeof value[index] !== 'string') throw invalidParams(`params.notifications.${field}[${index}] must be a string`);
+    const entry: unknown = value[index];
+    if (typeof entry !== 'string') throw invalidParams(`params.notifications.${field}[${index}] must be a string`);
+    if (exceedsBytes(entry, maxBytes)) {
+      throw invalidParams(`params.notifications.${field}[${index}] must be a ${noun} of at most ${maxBytes} bytes`);
+    }
   }
   return value as readonly string[];
 }

@@ -41,6 +41,21 @@ export interface MessageFrame {
   readonly closeReason?: CloseReason;
   /** The message encoded once at publish time; absent for one-off control frames. */
   readonly encoded?: EncodedMessage;
+  /**
+   * The read scope a receiver must hold (`AuthInfo.scopes`) to be sent this notification; absent
+   * or `undefined`: every receiver. Set by a scoped publish (`hub.notifyResourceUpdated(uri, { scope })`).
+   */
+  readonly scope?: string | undefined;
+}
+
+/**
+ * True when a principal with `scopes` may be sent `frame`: the frame names no scope, or one of
+ * `scopes`. Streams check it for every notification, so that a change never reveals activity on
+ * a resource the receiver may not read.
+ */
+export function mayReceive(frame: MessageFrame, scopes: ReadonlySet<string> | undefined): boolean {
+  const scope = frame.scope;
+  return scope === undefined || (scopes !== undefined && scopes.has(scope));
 }
 
 /** An SSE comment line: `:` + text + CRLF. With empty text it is the keep-alive `:\r\n`. */

@@ -12,12 +12,28 @@ export interface TaskStatus {
 }
 
 /** A change published on the hub: what `notify*` calls produce and what a bus relays between nodes. */
-export type HubEvent =
+export type HubEvent = (
   | { readonly topic: 'tools' }
   | { readonly topic: 'prompts' }
   | { readonly topic: 'resources' }
   | { readonly topic: 'resource'; readonly uri: string }
-  | { readonly topic: 'task'; readonly task: TaskStatus };
+  | { readonly topic: 'task'; readonly task: TaskStatus }
+) & {
+  /** The read scope a receiver must hold (see {@link PublishOptions.scope}); absent: every subscriber. */
+  readonly scope?: string;
+};
+
+/** Options of one publish (`notify*`). */
+export interface PublishOptions {
+  /**
+   * Only streams whose principal holds this read scope (`AuthInfo.scopes`) receive the
+   * notification; others never see it, not even as a keep-alive's absence. Give it whenever the
+   * change itself would reveal activity on a resource some subscribers of the topic may not read
+   * (a file changing under a private folder, heard on its parent's collection URI). Relayed to
+   * the other nodes of a fleet. Default: every subscriber of the topic.
+   */
+  readonly scope?: string;
+}
 
 /** What a stream can listen to: one topic, matched exactly. */
 export type TopicSelector =
@@ -54,16 +70,23 @@ export const NotificationMethod = Object.freeze({
   task: 'notifications/tasks/status',
 } as const);
 
-function listChangedFrame(topic: 'tools' | 'prompts' | 'resources'): MessageFrame {
+function listChangedFrame(topic: 'tools' | 'prompts' | 'resources', scope?: string): MessageFrame {
   const message: JsonRpcNotification = Object.freeze({ jsonrpc: '2.0', method: NotificationMethod[topic] });
-  return Object.freeze({
-    type: 'message',
-    message,
-    priority: 'notification',
-    topic,
-    coalesceKey: message.method,
-    encoded: Object.freeze(encodeMessage(message)),
-  });
+  const encoded = Object.freeze(encodeMessage(message));
+  return Object.freeze(
+    scope === undefined
+      ? { type: 'message', message, priority: 'notification', topic, coalesceKey: message.method, encoded }
+      : { type: 'message', message, priority: 'notification', topic, coalesceKey: message.method, encoded, scope },
+  );
+}
+
+/** `options.scope`, checked: a non-empty string, or undefined. */
+function scopeOf(options: PublishOptions | undefined): string | undefined {
+  const scope = options?.scope;
+  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
+    throw new TypeError(`a publish's scope must be a non-empty string, got ${typeof scope === 'string' ? '""' : typeof scope}`);
+  }
+  return scope;
 }
 
 // List-changed notifications carry nothing: one frozen frame each serves every publish.
@@ -133,44 +156,71 @@ export class Hub {
     this.disconnect = this.bus?.connect((event) => this.deliver(event));
   }
 
-  /** Publishes `notifications/tools/list_changed`. */
-  notifyToolsChanged(): void {
-    this.tools.emit(TOOLS_FRAME);
-    this.bus?.publish(TOOLS_EVENT);
+  /**
+   * Publishes `notifications/tools/list_changed`.
+   * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   */
+  notifyToolsChanged(options?: PublishOptions): void {
+    const scope = scopeOf(options);
+    if (scope === undefined) {
+      this.tools.emit(TOOLS_FRAME);
+      this.bus?.publish(TOOLS_EVENT);
+    } else this.deliverAndRelay({ topic: 'tools', scope });
   }
 
-  /** Publishes `notifications/prompts/list_changed`. */
-  notifyPromptsChanged(): void {
-    this.prompts.emit(PROMPTS_FRAME);
-    this.bus?.publish(PROMPTS_EVENT);
+  /**
+   * Publishes `notifications/prompts/list_changed`.
+   * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   */
+  notifyPromptsChanged(options?: PublishOptions): void {
+    const scope = scopeOf(options);
+    if (scope === undefined) {
+      this.prompts.emit(PROMPTS_FRAME);
+      this.bus?.publish(PROMPTS_EVENT);
+    } else this.deliverAndRelay({ topic: 'prompts', scope });
   }
 
-  /** Publishes `notifications/resources/list_changed`. */
-  notifyResourcesChanged(): void {
-    this.resources.emit(RESOURCES_FRAME);
-    this.bus?.publish(RESOURCES_EVENT);
+  /**
+   * Publishes `notifications/resources/list_changed`.
+   * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   */
+  notifyResourcesChanged(options?: PublishOptions): void {
+    const scope = scopeOf(options);
+    if (scope === undefined) {
+      this.resources.emit(RESOURCES_FRAME);
+      this.bus?.publish(RESOURCES_EVENT);
+    } else this.deliverAndRelay({ topic: 'resources', scope });
   }
 
   /**
    * Publishes `notifications/resources/updated {uri}` to the streams subscribed to exactly `uri`.
    * @param uri the resource URI, compared as an exact string.
+   * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
    */
-  notifyResourceUpdated(uri: string): void {
+  notifyResourceUpdated(uri: string, options?: PublishOptions): void {
     if (typeof uri !== 'string') throw new TypeError(`notifyResourceUpdated(uri) needs a string URI, got ${typeof uri}`);
-    this.deliverResource(uri);
-    this.bus?.publish({ topic: 'resource', uri });
+    const scope = scopeOf(options);
+    this.deliverResource(uri, scope);
+    this.bus?.publish(scope === undefined ? { topic: 'resource', uri } : { topic: 'resource', uri, scope });
   }
 
   /**
    * Publishes `notifications/tasks/status` with `task` as params to the streams listening to `task.taskId`.
    * @param task the task's status; `taskId` must be a string.
+   * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
    */
-  notifyTask(task: TaskStatus): void {
+  notifyTask(task: TaskStatus, options?: PublishOptions): void {
     if (task === null || typeof task !== 'object' || typeof task.taskId !== 'string') {
       throw new TypeError('notifyTask(task) needs an object with a string taskId');
     }
-    this.deliverTask(task);
-    this.bus?.publish({ topic: 'task', task });
+    const scope = scopeOf(options);
+    this.deliverTask(task, scope);
+    this.bus?.publish(scope === undefined ? { topic: 'task', task } : { topic: 'task', task, scope });
+  }
+
+  private deliverAndRelay(event: HubEvent): void {
+    this.deliver(event);
+    this.bus?.publish(event);
   }
 
   /**
@@ -178,18 +228,33 @@ export class Hub {
    * @param event the event to deliver.
    */
   deliver(event: HubEvent): void {
+    const scope = typeof event.scope === 'string' && event.scope !== '' ? event.scope : undefined;
     switch (event.topic) {
       case 'tools':
-        return this.tools.emit(TOOLS_FRAME);
+        return this.tools.emit(scope === undefined ? TOOLS_FRAME : this.scopedListFrame('tools', scope));
       case 'prompts':
-        return this.prompts.emit(PROMPTS_FRAME);
+        return this.prompts.emit(scope === undefined ? PROMPTS_FRAME : this.scopedListFrame('prompts', scope));
       case 'resources':
-        return this.resources.emit(RESOURCES_FRAME);
+        return this.resources.emit(scope === undefined ? RESOURCES_FRAME : this.scopedListFrame('resources', scope));
       case 'resource':
-        return this.deliverResource(event.uri);
+        return this.deliverResource(event.uri, scope);
       case 'task':
-        return this.deliverTask(event.task);
+        return this.deliverTask(event.task, scope);
     }
+  }
+
+  // Scoped list-changed frames are as constant as the unscoped ones: one per topic and scope.
+  private readonly scopedFrames = new Map<string, MessageFrame>();
+
+  private scopedListFrame(topic: 'tools' | 'prompts' | 'resources', scope: string): MessageFrame {
+    const key = `${topic} ${scope}`;
+    let frame = this.scopedFrames.get(key);
+    if (frame === undefined) {
+      // Bounded: a server has a handful of scopes; past 64 distinct ones frames are not kept.
+      frame = listChangedFrame(topic, scope);
+      if (this.scopedFrames.size < 64) this.scopedFrames.set(key, frame);
+    }
+    return frame;
   }
 
   /**
@@ -267,10 +332,11 @@ export class Hub {
     this.disconnect?.();
   }
 
-  private deliverResource(uri: string): void {
+  private deliverResource(uri: string, scope: string | undefined): void {
     const topic = this.resourceTopics.get(uri);
     if (topic === undefined) return;
     const message: JsonRpcNotification = { jsonrpc: '2.0', method: NotificationMethod.resource, params: { uri } };
+    // One shape for every hub notification (the `scope` member always present): monomorphic readers.
     topic.emit({
       type: 'message',
       message,
@@ -278,10 +344,11 @@ export class Hub {
       topic: 'resource',
       coalesceKey: `${NotificationMethod.resource} ${uri}`,
       encoded: encodeResourceUpdated(uri),
+      scope,
     });
   }
 
-  private deliverTask(task: TaskStatus): void {
+  private deliverTask(task: TaskStatus, scope: string | undefined): void {
     const topic = this.taskTopics.get(task.taskId);
     if (topic === undefined) return;
     const message: JsonRpcNotification = { jsonrpc: '2.0', method: NotificationMethod.task, params: { ...task } };
@@ -293,6 +360,7 @@ export class Hub {
       topic: 'task',
       coalesceKey: `${NotificationMethod.task} ${encoded.plain}`,
       encoded,
+      scope,
     });
   }
 }

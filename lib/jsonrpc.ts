@@ -86,6 +86,20 @@ export class JsonRpcError extends Error {
 }
 
 /** True for a JSON-RPC request id MCP accepts: a string or a finite number. */
+/**
+ * The longest request id accepted, in UTF-8 bytes of a string id: 1024 (1 KiB). The id is echoed
+ * in every frame of a listen stream, so a longer one is refused with `-32600` before anything
+ * opens. Numbers are always short enough.
+ */
+export const MAX_REQUEST_ID_BYTES = 1024;
+
+/** True when `text` takes more than `maxBytes` bytes as UTF-8 (without encoding short strings). */
+export function exceedsBytes(text: string, maxBytes: number): boolean {
+  // A UTF-16 code unit is at most 3 UTF-8 bytes (a surrogate pair, two units, is 4).
+  if (text.length * 3 <= maxBytes) return false;
+  return text.length > maxBytes || Buffer.byteLength(text, 'utf8') > maxBytes;
+}
+
 export function isJsonRpcId(value: unknown): value is JsonRpcId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
 }

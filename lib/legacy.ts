@@ -25,11 +25,11 @@ import { expiresAt as tokenExpiry } from './closeTriggers.js';
 import { encodeResourceUpdated } from './encode.js';
 import type { RequestContext } from './endpoint.js';
 import { InvalidOptionError } from './errors.js';
-import type { ServerCapabilities } from './filter.js';
-import type { Frame, MessageFrame } from './frame.js';
+import { MAX_URI_BYTES, type ServerCapabilities } from './filter.js';
+import { type Frame, mayReceive, type MessageFrame } from './frame.js';
 import { HttpError } from './httpError.js';
 import { type Hub, NotificationMethod } from './hub.js';
-import { ErrorCode, JsonRpcError } from './jsonrpc.js';
+import { ErrorCode, exceedsBytes, JsonRpcError } from './jsonrpc.js';
 import { milliseconds, positiveInteger } from './options.js';
 import { isThenable, type EventLog } from './replayBuffer.js';
 import type { ResourceProvider } from './resources.js';
@@ -125,6 +125,8 @@ export interface LegacySessionsInit {
   /** A GET stream ends (cleanly: the client reconnects and is authorized again) after this many milliseconds. */
   readonly maxStreamLifetime: number;
   readonly maxQueue: number;
+  /** The byte budget of a GET stream's queue for a client that is not reading (`listenMaxQueueBytes`). */
+  readonly maxQueueBytes: number;
   readonly slots: StreamSlots;
   readonly scheduler: SchedulerLike;
   /** The event log of a session (its ids and replay buffer): a `ReplayBuffer` in process, a shared log in a fleet. */
@@ -144,6 +146,7 @@ export interface SessionStats {
 }
 
 const RESTORE_CONCURRENCY = 8;
+const NO_SCOPES: ReadonlySet<string> = new Set();
 const STREAM_REQUIRED = 'open the GET SSE stream before subscribing to resources';
 
 /** A GET stream of a session: where its live frames go, and how the server ends it. */
@@ -176,6 +179,11 @@ export class LiveSession {
   ended = false;
   /** Emits when a GET stream attaches or the session ends. */
   readonly changed = new Subject<void>();
+  /**
+   * The read scopes of the principal as of its latest GET stream (empty until one opens): a
+   * notification published with a scope outside them is never stamped nor written.
+   */
+  scopes: ReadonlySet<string> = NO_SCOPES;
 
   // Frames whose (asynchronous) append has not resolved yet, in order; empty with a ReplayBuffer.
   #stamping: PromiseLike<MessageFrame>[] = [];
@@ -195,6 +203,7 @@ export class LiveSession {
    * the log failed to take is reported on `channels.error` and not written.
    */
   push(frame: MessageFrame): void {
+    if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
     const stamped = this.log.append(frame);
     if (!isThenable(stamped) && this.#stamping.length === 0) {
       this.stream?.feed.next(stamped);
@@ -330,7 +339,7 @@ export class LegacySessions {
   ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
     const slot = this.#closed || session.ended ? undefined : this.#init.slots.tryAcquire();
     if (slot === undefined) return undefined;
-    const { scheduler, keepAliveInterval, maxQueue, maxStreamLifetime } = this.#init;
+    const { scheduler, keepAliveInterval, maxQueue, maxQueueBytes, maxStreamLifetime } = this.#init;
     const open = (demand$: Observable<boolean>) =>
       defer(() => {
         const expiry = context.auth.expiresAt;
@@ -343,6 +352,7 @@ export class LegacySessions {
         const handle: StreamHandle = { feed: new Subject<Frame>(), ended: new Subject<void>() };
         session.stream = handle;
         session.streamContext = context;
+        session.scopes = context.auth.scopes;
         session.changed.next();
         this.#claim(session);
         session.grace?.unsubscribe();
@@ -366,7 +376,7 @@ export class LegacySessions {
         return handle.feed.pipe(
           replay,
           keepAlive(keepAliveInterval, scheduler),
-          dropWhenQueueExceeds(maxQueue, demand$, onDrop),
+          dropWhenQueueExceeds({ notifications: maxQueue, bytes: maxQueueBytes }, demand$, onDrop),
           restoreSubscriptions(toRestore, (uri) => this.#restore(session, uri, context, handle), RESTORE_CONCURRENCY, (uri, error) =>
             reportError('source', new RestoreError(uri, error)),
           ),
@@ -696,7 +706,12 @@ export class LegacySessions {
       try {
         subscription = from(provider.changes(uri, context)).subscribe({
           // A value emitted while subscribing is written once the subscribe has succeeded.
-          next: () => (subscribing ? (emittedEarly = true) : session.push(frame)),
+          next: (value: unknown) => {
+            // A scoped hub publish (hubResources) is heard only by principals holding its scope.
+            if (!mayReceiveValue(value, context.auth.scopes)) return;
+            if (subscribing) emittedEarly = true;
+            else session.push(frame);
+          },
           error: (error: unknown) => {
             if (subscribing) failure = { error };
             else reportError('source', error);
@@ -748,6 +763,7 @@ function notFound(): HttpError {
 function requireUri(method: string, params: Readonly<Record<string, unknown>> | undefined): string {
   const uri = params?.uri;
   if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, `${method} requires params.uri`);
+  if (exceedsBytes(uri, MAX_URI_BYTES)) throw new JsonRpcError(ErrorCode.InvalidParams, `${method} params.uri must be at most ${MAX_URI_BYTES} bytes`);
   return uri;
 }
 
@@ -762,6 +778,12 @@ function resourceUpdatedFrame(uri: string): MessageFrame {
   });
 }
 
-function onDrop(frame: MessageFrame, queueLength: number): void {
-  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, topic: frame.topic ?? 'resource' });
+/** A provider's change value: a scoped hub frame only for principals holding its scope; anything else for all. */
+function mayReceiveValue(value: unknown, scopes: ReadonlySet<string>): boolean {
+  const scope = (value as { scope?: unknown } | null)?.scope;
+  return (value as { type?: unknown } | null)?.type !== 'message' || typeof scope !== 'string' || scopes.has(scope);
+}
+
+function onDrop(frame: MessageFrame, queueLength: number, queueBytes: number): void {
+  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, queueBytes, topic: frame.topic ?? 'resource' });
 }

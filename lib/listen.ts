@@ -4,7 +4,7 @@ import { Broadcast, type BroadcastTarget } from './broadcast.js';
 import { requireEpochMs, requireObservable } from './closeTriggers.js';
 import { InvalidOptionError } from './errors.js';
 import { acknowledgedNotification, filterNames, type ListenFilter } from './filter.js';
-import { type CloseReason, controlFrame, type Frame, KEEP_ALIVE, type MessageFrame, type TopicKind } from './frame.js';
+import { type CloseReason, controlFrame, type Frame, KEEP_ALIVE, mayReceive, type MessageFrame, type TopicKind } from './frame.js';
 import type { Hub } from './hub.js';
 import { isJsonRpcId, type JsonRpcId } from './jsonrpc.js';
 import { resolveListenOptions, type ListenOptions } from './options.js';
@@ -33,6 +33,12 @@ export interface ListenStreamInit {
   readonly demand$?: Observable<boolean>;
   /** Where time comes from; defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
+  /**
+   * The read scopes of the stream's principal (`AuthInfo.scopes`): a notification published with a
+   * `scope` it lacks is never sent (see `PublishOptions.scope`). Default: none, so only unscoped
+   * notifications are sent.
+   */
+  readonly scopes?: ReadonlySet<string>;
 }
 
 /**
@@ -75,6 +81,7 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
     supersede$: init.supersede$,
     shutdown$: init.shutdown$,
     demand$: init.demand$,
+    scopes: init.scopes,
   };
   return new Observable<Frame>((subscriber) => {
     if (!isJsonRpcId(requestId)) {
@@ -114,6 +121,7 @@ interface ListenPlan {
   readonly supersede$: Observable<unknown> | undefined;
   readonly shutdown$: Observable<unknown> | undefined;
   readonly demand$: Observable<boolean> | undefined;
+  readonly scopes: ReadonlySet<string> | undefined;
 }
 
 // What the stream's one scheduled action is waiting for.
@@ -195,6 +203,8 @@ class ListenSubscriber extends Subscriber<MessageFrame> implements BroadcastTarg
   /** A notification from the hub. */
   protected override _next(frame: MessageFrame): void {
     if (this.closing) return;
+    // A scoped publish reaches only principals that may read what changed.
+    if (frame.scope !== undefined && !mayReceive(frame, this.plan.scopes)) return;
     if (frame.priority === 'notification') this.lastActivity = this.plan.scheduler.now();
     if (this.ready && (this.pending === undefined || this.pending.length === 0)) {
       this.destination.next(tagNotification(frame, this.plan.requestId));
@@ -211,16 +221,14 @@ class ListenSubscriber extends Subscriber<MessageFrame> implements BroadcastTarg
   }
 
   private hold(frame: Frame): void {
-    const pending = (this.pending ??= new PendingFrames(this.plan.options.listenMaxQueue, onDrop));
-    let admitted: boolean;
+    const { options, requestId } = this.plan;
+    const pending = (this.pending ??= new PendingFrames(options.listenMaxQueue, onDrop, options.listenMaxQueueBytes));
     try {
-      admitted = pending.admits(frame);
+      // Tagged before it is measured: the budget counts the bytes that will be written.
+      pending.offer(frame.type === 'message' && frame.subscriptionId === undefined ? tagNotification(frame, requestId) : frame);
     } catch (error) {
       this.fail(error);
-      return;
     }
-    if (!admitted) return;
-    pending.push(frame.type === 'message' && frame.subscriptionId === undefined ? tagNotification(frame, this.plan.requestId) : frame);
   }
 
   /** Follows a signal: attached directly to a {@link Broadcast}, else subscribed. */
@@ -403,8 +411,8 @@ function clockWork(this: SchedulerAction<ListenSubscriber>, listen?: ListenSubsc
   listen!.onClock(this);
 }
 
-function onDrop(frame: MessageFrame, queueLength: number): void {
-  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, topic: frame.topic ?? 'resource' });
+function onDrop(frame: MessageFrame, queueLength: number, queueBytes: number): void {
+  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, queueBytes, topic: frame.topic ?? 'resource' });
 }
 
 /** The frame with the subscription id set (what `tagSubscriptionId` does). */
@@ -447,8 +455,35 @@ function directSignals(init: ListenStreamInit): number {
   return direct;
 }
 
-/** The merged notifications of every topic a filter names, straight from the hub. */
-export function notifications(hub: Hub, filter: ListenFilter): Observable<MessageFrame> {
+/**
+ * The merged notifications of every topic a filter names, straight from the hub.
+ * @param hub where the notifications come from.
+ * @param filter which topics (see `parseListenFilter`).
+ * @param scopes the receiver's read scopes: notifications published with a `scope` outside them
+ *   are left out. Default: none (only unscoped notifications).
+ */
+export function notifications(hub: Hub, filter: ListenFilter, scopes?: ReadonlySet<string>): Observable<MessageFrame> {
+  const merged = mergedTopics(hub, filter);
+  return new Observable<MessageFrame>((subscriber) =>
+    merged.subscribe(new ScopeSubscriber(subscriber, scopes)),
+  );
+}
+
+/** Passes the notifications a principal with `scopes` may receive (see `mayReceive`). */
+class ScopeSubscriber extends Subscriber<MessageFrame> {
+  constructor(
+    destination: Subscriber<MessageFrame>,
+    private readonly scopes: ReadonlySet<string> | undefined,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(frame: MessageFrame): void {
+    if (frame.scope === undefined || mayReceive(frame, this.scopes)) this.destination.next(frame);
+  }
+}
+
+function mergedTopics(hub: Hub, filter: ListenFilter): Observable<MessageFrame> {
   const sources: Observable<MessageFrame>[] = [];
   if (filter.toolsListChanged) sources.push(hub.topic({ topic: 'tools' }));
   if (filter.promptsListChanged) sources.push(hub.topic({ topic: 'prompts' }));

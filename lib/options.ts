@@ -18,6 +18,13 @@ export interface ListenOptions {
   /** Undelivered notifications held per stream before dropping; defaults to 1000. */
   readonly listenMaxQueue: number;
   /**
+   * Bytes of undelivered frames (as they will be written) held per stream for a client that is
+   * not reading; a notification that would go past it is dropped like one past `listenMaxQueue`
+   * (control frames are always kept). Defaults to 1 048 576 (1 MiB). Applies to listen streams
+   * and legacy GET streams alike.
+   */
+  readonly listenMaxQueueBytes: number;
+  /**
    * `'cancelled-then-result'` sends `notifications/cancelled` and then the listen result;
    * `'result-only'` skips the cancelled notification. Defaults to `'cancelled-then-result'`.
    */
@@ -52,7 +59,7 @@ export const MAX_TIMER_DELAY = 2_147_483_647;
  * The listen options used where none are given.
  *
  * Keep-alive every 15 s, idle close after 30 min, lifetime cap 1 h, 1000 queued
- * notifications per stream, and the full close notice — the values of the reference
+ * notifications and 1 MiB of frames per stream, and the full close notice — the values of the reference
  * server this library follows.
  *
  * @example
@@ -67,6 +74,7 @@ export const DEFAULT_LISTEN_OPTIONS: Readonly<ListenOptions> = Object.freeze({
   listenIdleTimeout: 1_800_000,
   maxStreamLifetime: 3_600_000,
   listenMaxQueue: 1000,
+  listenMaxQueueBytes: 1_048_576,
   closeNotice: 'cancelled-then-result',
 });
 
@@ -122,6 +130,7 @@ export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<L
     listenIdleTimeout: milliseconds('listenIdleTimeout', pick('listenIdleTimeout')),
     maxStreamLifetime: milliseconds('maxStreamLifetime', pick('maxStreamLifetime')),
     listenMaxQueue: positiveInteger('listenMaxQueue', pick('listenMaxQueue')),
+    listenMaxQueueBytes: positiveInteger('listenMaxQueueBytes', pick('listenMaxQueueBytes'), 'bytes'),
     closeNotice: closeNoticeMode(pick('closeNotice')),
   });
 }

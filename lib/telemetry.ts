@@ -26,12 +26,15 @@ export interface StopEvent {
 export interface DropEvent {
   /** Undelivered notifications held for the stream when this one was dropped. */
   readonly queueLength: number;
+  /** Bytes of frames held for the stream when this one was dropped (bounded by `listenMaxQueueBytes`). */
+  readonly queueBytes: number;
   readonly topic: TopicKind;
 }
 
 /** Published on {@link channels.error} when a subscriber or change source failed and delivery went on without it. */
 export interface ErrorEvent {
-  readonly where: 'hub' | 'source' | 'endpoint';
+  /** `adapter`: a stream's write path (encoding, the socket, a demand signal) threw; that stream was ended. */
+  readonly where: 'hub' | 'source' | 'endpoint' | 'adapter';
   readonly error: unknown;
 }
 

@@ -1,22 +1,48 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
+import { encodedByteLength } from '../lib/encode.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
 
 /**
- * Holds frames for a busy sink, at most `limit` notifications of them, coalescing identical
- * pending notifications and never dropping a control frame.
+ * How much a busy sink may have held for it: at most `notifications` undelivered notifications
+ * and at most `bytes` bytes of frames as they will be written.
+ */
+export interface QueueLimits {
+  /** The most notifications held, a positive integer count (the listen option `listenMaxQueue`; defaults to 1000 there). */
+  readonly notifications: number;
+  /**
+   * The most bytes held, counted as the frames will be written (`encodedByteLength`), a positive
+   * integer (the option `listenMaxQueueBytes`); defaults to 1 048 576 (1 MiB).
+   */
+  readonly bytes?: number;
+}
+
+/** The byte budget of a queue when none is given: 1 MiB. */
+export const DEFAULT_QUEUE_BYTES = 1_048_576;
+
+/**
+ * Called each time a notification is dropped for a busy sink: with the dropped frame, the number
+ * of notifications held (at most the limit) and the bytes held.
+ */
+export type DropHandler = (frame: MessageFrame, queueLength: number, queueBytes: number) => void;
+
+/**
+ * Holds frames for a busy sink, at most `limit` notifications and a byte budget of them,
+ * coalescing identical pending notifications and never dropping a control frame.
  *
  * This is the boundary to the socket (DESIGN M10). While the sink is ready and nothing waits,
  * frames pass straight through. When `demand$` says `false` (the adapter's `write()` returned
  * false) message frames queue up in order: a notification whose `coalesceKey` is already
  * pending is discarded, because the pending one carries the same information (a payload-less
  * `notifications/resources/updated` for a URI already queued adds nothing); a notification
- * that finds `limit` notifications waiting is dropped and reported to `onDrop`; control frames
- * (acknowledgment, closing frames) always queue and never count. Keep-alive comments are
- * skipped while anything waits: the queued frames will keep the connection busy anyway. When
- * `demand$` says `true` again (`'drain'`) the queue is written out in order, one frame at a
- * time, stopping as soon as the sink reports `false` again. Completion waits for the queue to
- * empty; an error is forwarded at once and discards the queue.
+ * that finds `limit` notifications waiting, or that would take the frames held past the byte
+ * budget, is dropped and reported to `onDrop`; control frames (acknowledgment, closing frames)
+ * always queue and never count against the notification limit (their bytes do count, so
+ * notifications after them find less room). Keep-alive comments are skipped while anything
+ * waits: the queued frames will keep the connection busy anyway. When `demand$` says `true`
+ * again (`'drain'`) the queue is written out in order, one frame at a time, stopping as soon as
+ * the sink reports `false` again. Completion waits for the queue to empty; an error is forwarded
+ * at once and discards the queue.
  *
  * The sink is assumed ready until `demand$` says otherwise. `demand$` is subscribed before the
  * source, so a synchronous initial value (say, a `BehaviorSubject(false)`) applies to the very
@@ -24,34 +50,32 @@ import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
  *
  * @example
  * const demand$ = new BehaviorSubject(true);
- * frames$.pipe(dropWhenQueueExceeds(1000, demand$, (frame, n) => console.warn('drop', frame.topic, n)))
+ * frames$.pipe(dropWhenQueueExceeds({ notifications: 1000, bytes: 1 << 20 }, demand$, (frame, n) => console.warn('drop', frame.topic, n)))
  *   .subscribe((frame) => { if (!res.write(encodeFrame(frame))) demand$.next(false); });
  * res.on('drain', () => demand$.next(true));
  * @param limit the most notifications held for a busy sink, a positive integer count (the
- *   listen option `listenMaxQueue`, which defaults to 1000).
+ *   listen option `listenMaxQueue`, which defaults to 1000); or {@link QueueLimits} with a byte
+ *   budget as well. The byte budget defaults to 1 048 576 (1 MiB, {@link DEFAULT_QUEUE_BYTES}).
  * @param demand$ whether the sink can take more: `false` when it is busy, `true` when it drained.
  *   It may emit synchronously from inside the downstream `next`.
- * @param onDrop called with the dropped notification and the number of notifications held
- *   (equal to `limit`) each time one is dropped; optional. If it throws, the stream errors with
- *   that error.
- * @throws InvalidOptionError when `limit` is not a positive integer.
+ * @param onDrop called with the dropped notification, the number of notifications held and the
+ *   bytes held each time one is dropped; optional. If it throws, the stream errors with that error.
+ * @throws InvalidOptionError when a limit is not a positive integer.
  * @see keepAlive
  * @see tagSubscriptionId
  */
 export function dropWhenQueueExceeds(
-  limit: number,
+  limit: number | QueueLimits,
   demand$: Observable<boolean>,
-  onDrop?: (frame: MessageFrame, queueLength: number) => void,
+  onDrop?: DropHandler,
 ): MonoTypeOperatorFunction<Frame> {
-  if (!Number.isInteger(limit) || limit <= 0) {
-    throw new InvalidOptionError('dropWhenQueueExceeds limit', 'a positive integer count of notifications', limit);
-  }
+  const { notifications, bytes } = queueLimits(limit);
   return (source) =>
     new Observable<Frame>((subscriber) => {
       let ready = true;
       let flushing = false;
       let onFlushed: (() => void) | undefined;
-      const pending = new PendingFrames(limit, onDrop);
+      const pending = new PendingFrames(notifications, onDrop, bytes);
 
       const flush = () => {
         // A sink that drains synchronously calls back into here from the `next` below: the loop
@@ -69,7 +93,7 @@ export function dropWhenQueueExceeds(
       // True: write `frame` now. False: it was queued, coalesced, dropped or (a comment) skipped.
       const passes = (frame: Frame): boolean => {
         if (ready && pending.length === 0) return true;
-        if (pending.admits(frame)) pending.push(frame);
+        pending.offer(frame);
         return false;
       };
 
@@ -94,12 +118,30 @@ export function dropWhenQueueExceeds(
     });
 }
 
+/** `limit` as both numbers, validated. @internal */
+export function queueLimits(limit: number | QueueLimits): Required<QueueLimits> {
+  const given = typeof limit === 'number' ? { notifications: limit } : limit;
+  if (given === null || typeof given !== 'object') {
+    throw new InvalidOptionError('dropWhenQueueExceeds limit', 'a positive integer count of notifications or { notifications, bytes }', limit);
+  }
+  const notifications = given.notifications;
+  const bytes = given.bytes ?? DEFAULT_QUEUE_BYTES;
+  if (!Number.isSafeInteger(notifications) || notifications <= 0) {
+    throw new InvalidOptionError('dropWhenQueueExceeds limit', 'a positive integer count of notifications', notifications);
+  }
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+    throw new InvalidOptionError('dropWhenQueueExceeds bytes', 'a positive integer count of bytes', bytes);
+  }
+  return { notifications, bytes };
+}
+
 /**
  * The frames held for a busy sink, with the rules of {@link dropWhenQueueExceeds}: keep-alive
  * comments are skipped, a notification whose `coalesceKey` is already held is discarded, one
- * that finds `limit` notifications held is dropped (reported to `onDrop`), control frames are
- * always held and never count. Shared with the fused listen pipeline (`lib/listen.ts`).
- * Allocates nothing until the first frame is held.
+ * that finds `limit` notifications held or would take the bytes held past `maxBytes` is dropped
+ * (reported to `onDrop`), control frames are always held and never count against `limit`.
+ * Shared with the fused listen pipeline (`lib/listen.ts`). Allocates nothing until the first
+ * frame is held.
  * @internal
  */
 export class PendingFrames {
@@ -107,10 +149,13 @@ export class PendingFrames {
   // Keys of the notifications held: coalescing is a lookup, not a scan.
   private keys: Set<string> | undefined;
   private notifications = 0;
+  /** Bytes of the frames held, as they will be written. */
+  bytes = 0;
 
   constructor(
     private readonly limit: number,
-    private readonly onDrop?: (frame: MessageFrame, queueLength: number) => void,
+    private readonly onDrop?: DropHandler,
+    private readonly maxBytes: number = DEFAULT_QUEUE_BYTES,
   ) {}
 
   get length(): number {
@@ -118,32 +163,32 @@ export class PendingFrames {
   }
 
   /**
-   * Whether `frame`, which cannot be written now, is to be held (the caller then pushes it, or
-   * its tagged copy); false when it is skipped, coalesced or dropped. Counts it when true.
+   * Holds `frame`, which cannot be written now, unless it is skipped (a comment), coalesced or
+   * dropped. Returns whether it was held. Throws what `onDrop` or the encoder throws.
    */
-  admits(frame: Frame): boolean {
+  offer(frame: Frame): boolean {
     if (frame.type === 'comment') return false;
+    const size = encodedByteLength(frame);
     if (frame.priority === 'notification') {
       const key = frame.coalesceKey;
       if (key !== undefined && this.keys?.has(key) === true) return false;
-      if (this.notifications >= this.limit) {
-        this.onDrop?.(frame, this.notifications);
+      if (this.notifications >= this.limit || this.bytes + size > this.maxBytes) {
+        this.onDrop?.(frame, this.notifications, this.bytes);
         return false;
       }
       if (key !== undefined) (this.keys ??= new Set()).add(key);
       this.notifications++;
     }
+    this.bytes += size;
+    (this.queue ??= new FrameQueue()).push(frame, size);
     return true;
-  }
-
-  /** Holds a frame that {@link admits} accepted. */
-  push(frame: Frame): void {
-    (this.queue ??= new FrameQueue()).push(frame);
   }
 
   /** The oldest held frame; only call when `length > 0`. */
   shift(): Frame {
-    const frame = this.queue!.shift();
+    const queue = this.queue!;
+    this.bytes -= queue.headSize();
+    const frame = queue.shift();
     if (isNotification(frame)) {
       this.notifications--;
       if (frame.coalesceKey !== undefined) this.keys!.delete(frame.coalesceKey);
@@ -155,6 +200,7 @@ export class PendingFrames {
     this.queue?.clear();
     this.keys?.clear();
     this.notifications = 0;
+    this.bytes = 0;
   }
 }
 
@@ -188,17 +234,27 @@ class QueueingSubscriber extends Subscriber<Frame> {
   }
 }
 
-/** A FIFO with O(1) push and shift: an array read from a moving head, compacted when half dead. */
+/**
+ * A FIFO of frames and their sizes with O(1) push and shift: arrays read from a moving head,
+ * compacted when half dead.
+ */
 class FrameQueue {
   private items: (Frame | undefined)[] = [];
+  private sizes: number[] = [];
   private head = 0;
 
   get length(): number {
     return this.items.length - this.head;
   }
 
-  push(frame: Frame): void {
+  push(frame: Frame, size: number): void {
     this.items.push(frame);
+    this.sizes.push(size);
+  }
+
+  /** The size of the oldest frame; only call when `length > 0`. */
+  headSize(): number {
+    return this.sizes[this.head]!;
   }
 
   /** The oldest frame; only call when `length > 0`. */
@@ -209,6 +265,7 @@ class FrameQueue {
       this.clear();
     } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
       this.items = this.items.slice(this.head);
+      this.sizes = this.sizes.slice(this.head);
       this.head = 0;
     }
     return frame;
@@ -216,6 +273,7 @@ class FrameQueue {
 
   clear(): void {
     this.items.length = 0;
+    this.sizes.length = 0;
     this.head = 0;
   }
 }

@@ -127,7 +127,9 @@ test('a busy sink: notifications queue up to listenMaxQueue, the rest are droppe
     'result',
   ]);
   assert.equal(drops.length, 6);
-  assert.deepEqual(drops[0], { queueLength: 4, topic: 'resource' });
+  // The bytes held are those the four queued notifications take on the wire.
+  const queued = frames.slice(1, 5).reduce((sum, f) => sum + Buffer.byteLength(encodeFrame(f)), 0);
+  assert.deepEqual(drops[0], { queueLength: 4, queueBytes: queued, topic: 'resource' });
   channels.drop.unsubscribe(onDrop);
 });
 

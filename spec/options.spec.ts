@@ -48,6 +48,7 @@ test('listen defaults', () => {
     listenIdleTimeout: 1_800_000,
     maxStreamLifetime: 3_600_000,
     listenMaxQueue: 1000,
+    listenMaxQueueBytes: 1_048_576,
     closeNotice: 'cancelled-then-result',
   });
   ok(Object.isFrozen(DEFAULT_LISTEN_OPTIONS));
@@ -88,6 +89,7 @@ test('given values override only their own option, results frozen', () => {
     listenIdleTimeout: 1_800_000,
     maxStreamLifetime: 3_600_000,
     listenMaxQueue: 1,
+    listenMaxQueueBytes: 1_048_576,
     closeNotice: 'result-only',
   });
   ok(Object.isFrozen(options));
@@ -173,7 +175,7 @@ test('a misspelt listen option is refused by name', () => {
   throwsOption(
     () => resolveListenOptions({ keepAliveIntervall: 5000 } as Partial<ListenOptions>),
     'keepAliveIntervall',
-    'keepAliveIntervall must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, closeNotice), got 5000',
+    'keepAliveIntervall must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice), got 5000',
   );
 });
 
@@ -189,7 +191,7 @@ test('an option of the other group is unknown here', () => {
   throwsOption(
     () => resolveListenOptions({ maxStreams: 10 } as Partial<ListenOptions>),
     'maxStreams',
-    'maxStreams must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, closeNotice), got 10',
+    'maxStreams must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice), got 10',
   );
 });
 
@@ -197,7 +199,7 @@ test('unknown keys are reported before bad values', () => {
   throwsOption(
     () => resolveListenOptions({ keepAliveInterval: -1, typo: 1 } as Partial<ListenOptions>),
     'typo',
-    'typo must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, closeNotice), got 1',
+    'typo must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice), got 1',
   );
 });
 
