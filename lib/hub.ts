@@ -48,11 +48,13 @@ export type TopicSelector =
  *
  * Contract: `publish` relays an event that this node's hub has already delivered locally, so a
  * bus must never hand that event back to this node's `deliver` (no double delivery); `connect`
- * starts delivering events published on other nodes and returns a function that stops.
+ * starts delivering events published on other nodes and returns a function that stops. A bus that
+ * can tell when this node may have missed events (a gap it cannot fill) calls `resync`, and the
+ * hub tells its streams to re-read ({@link Hub.resync}).
  */
 export interface HubBus {
   publish(event: HubEvent): void;
-  connect(deliver: (event: HubEvent) => void): () => void;
+  connect(deliver: (event: HubEvent) => void, resync?: () => void): () => void;
 }
 
 /** Options of {@link Hub}. */
@@ -153,7 +155,7 @@ export class Hub {
   /** @param options `bus`: relay to other nodes; default none. */
   constructor(options: HubOptions = {}) {
     this.bus = options.bus;
-    this.disconnect = this.bus?.connect((event) => this.deliver(event));
+    this.disconnect = this.bus?.connect((event) => this.deliver(event), () => this.resync());
   }
 
   /**
@@ -221,6 +223,40 @@ export class Hub {
   private deliverAndRelay(event: HubEvent): void {
     this.deliver(event);
     this.bus?.publish(event);
+  }
+
+  /**
+   * Tells every local stream to re-read what it listens to, after this node may have missed
+   * changes (what a bus calls when it finds a gap it cannot fill).
+   *
+   * Each topic that has local subscribers gets, once, the notification that means "re-read":
+   * `list_changed` for the tools, prompts and resources lists, `resources/updated` for each
+   * subscribed URI. It is delivered to local streams only (never relayed) and unscoped: it says
+   * nothing but "this topic may have changed" to streams that were authorized for the topic when
+   * they opened. A stream's queue coalesces it with an identical pending notification, so one
+   * resync adds at most one frame per topic to each stream; a client may hear a change it did not
+   * need, never miss one. Task topics are skipped: their notification carries the task's status,
+   * which the hub does not keep.
+   *
+   * @example
+   * const hub = new Hub({ bus });   // a bus that finds a gap calls hub.resync() itself
+   * hub.resync();                   // or by hand, e.g. after a change source was down a while
+   * @returns how many topics were notified.
+   * @see HubBus
+   */
+  resync(): number {
+    let topics = 0;
+    for (const [topic, event] of [[this.tools, TOOLS_EVENT], [this.prompts, PROMPTS_EVENT], [this.resources, RESOURCES_EVENT]] as const) {
+      if (topic.subscribers.size === 0) continue;
+      this.deliver(event);
+      topics++;
+    }
+    // A snapshot: a stream that ends while it is notified removes its topic from the map.
+    for (const uri of Array.from(this.resourceTopics.keys())) {
+      this.deliver({ topic: 'resource', uri });
+      topics++;
+    }
+    return topics;
   }
 
   /**
