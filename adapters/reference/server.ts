@@ -15,7 +15,7 @@ import { hubResources } from '../../lib/resources.js';
 import { nodeHandler } from '../node.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
-import { ensureDemoData, FileResources, type FileChange } from './files.js';
+import { ensureDemoData, FileResources, ResourceTooLargeError, type FileChange } from './files.js';
 
 /** The protocol revision the reference server speaks. */
 export const PROTOCOL_VERSION = '2026-07-28';
@@ -32,6 +32,13 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
   readonly tokenSecret?: string;
   /** Milliseconds that bursts of file events from one write are merged over; defaults to 50. */
   readonly debounceMs?: number;
+  /**
+   * The largest file `resources/read` answers, in bytes; defaults to 8 MiB (8 388 608). A larger
+   * one gets the JSON-RPC error {@link RESOURCE_TOO_LARGE} with `data: {uri, size, maxReadBytes}`,
+   * and no more than this many bytes of it are ever held in memory. A positive integer, else
+   * `startReferenceServer` throws an `InvalidOptionError` naming `maxReadBytes`.
+   */
+  readonly maxReadBytes?: number;
   /**
    * Run as one node of a fleet on this Redis (`redis://` URL): hub events, legacy sessions and
    * their replay, the per-principal cap and the folder watch are shared through it (see
@@ -109,15 +116,21 @@ export interface ReferenceServer {
  * @param options see {@link ReferenceServerOptions}.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, redis, nodeId, watchLeaseTtl, ...limits } = options;
+  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, ...limits } = options;
   if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
     throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
   }
   if (watchLeaseTtl !== undefined && (!Number.isSafeInteger(watchLeaseTtl) || watchLeaseTtl < 30 || watchLeaseTtl > 2_147_483_647)) {
     throw new InvalidOptionError('watchLeaseTtl', 'a positive integer of milliseconds, at least 30', watchLeaseTtl);
   }
+  if (maxReadBytes !== undefined && !(Number.isSafeInteger(maxReadBytes) && maxReadBytes > 0)) {
+    throw new InvalidOptionError('maxReadBytes', 'a positive integer of bytes', maxReadBytes);
+  }
   await ensureDemoData(path.resolve(dir));
-  const files = await FileResources.open(path.resolve(dir), debounceMs === undefined ? {} : { debounceMs });
+  const files = await FileResources.open(path.resolve(dir), {
+    ...(debounceMs === undefined ? {} : { debounceMs }),
+    ...(maxReadBytes === undefined ? {} : { maxReadBytes }),
+  });
   let fleet: Fleet | undefined;
   try {
     fleet = redis === undefined ? undefined : await openFleet(redis, nodeId ?? randomUUID(), watchLeaseTtl, files.root, limits);
@@ -279,13 +292,22 @@ export function redactedUrl(url: string): string {
   }
 }
 
-/** The hub events a folder change stands for, in publishing order. */
+/**
+ * The hub events a folder change stands for, in publishing order.
+ *
+ * A change under `private/` carries scope `private` on every event, the public collection URIs
+ * (`DIR/`) and `resources/list_changed` included: those are published, not dropped, so that a
+ * principal with the scope who watches `DIR/` hears every member's change (DESIGN L5), while
+ * one without it hears nothing at all of activity it may not read (issue 11).
+ */
 function hubEvents(change: FileChange): HubEvent[] {
   switch (change.kind) {
     case 'updated':
-      return change.uris.map((uri) => ({ topic: 'resource', uri }));
-    case 'listChanged':
-      return [{ topic: 'resources' }, ...change.uris.map((uri): HubEvent => ({ topic: 'resource', uri }))];
+    case 'listChanged': {
+      const scoped = change.scope === undefined ? {} : { scope: change.scope };
+      const uris = change.uris.map((uri): HubEvent => ({ topic: 'resource', uri, ...scoped }));
+      return change.kind === 'updated' ? uris : [{ topic: 'resources', ...scoped }, ...uris];
+    }
     case 'tools':
       return [{ topic: 'tools' }];
     case 'prompts':
@@ -293,19 +315,20 @@ function hubEvents(change: FileChange): HubEvent[] {
   }
 }
 
-/** Publishes `event` on the hub: to this node's streams and, with a bus, to the fleet's. */
+/** Publishes `event` on the hub (with its read scope): to this node's streams and, with a bus, to the fleet's. */
 function notify(hub: Hub, event: HubEvent): void {
+  const options = event.scope === undefined ? undefined : { scope: event.scope };
   switch (event.topic) {
     case 'tools':
-      return hub.notifyToolsChanged();
+      return hub.notifyToolsChanged(options);
     case 'prompts':
-      return hub.notifyPromptsChanged();
+      return hub.notifyPromptsChanged(options);
     case 'resources':
-      return hub.notifyResourcesChanged();
+      return hub.notifyResourcesChanged(options);
     case 'resource':
-      return hub.notifyResourceUpdated(event.uri);
+      return hub.notifyResourceUpdated(event.uri, options);
     case 'task':
-      return hub.notifyTask(event.task);
+      return hub.notifyTask(event.task, options);
   }
 }
 
@@ -330,6 +353,18 @@ function bearer(secret: Uint8Array): (request: EndpointRequest) => Promise<AuthI
     }
   };
 }
+
+/**
+ * JSON-RPC error code of a `resources/read` refused because the file is larger than
+ * `maxReadBytes`; `data` is `{uri, size, maxReadBytes}` (bytes).
+ *
+ * MCP defines no code for this. Neither of its resource-read codes fits: `-32002` (and `-32602`,
+ * which the 2026-07-28 SDK also reads as "resource not found" when `data.uri` is present) would
+ * tell the client the resource does not exist, and `-32603` says the server failed. So it is an
+ * implementation-defined server error (JSON-RPC 2.0 reserves -32000 to -32099 for those),
+ * -32013 as in HTTP 413 Content Too Large; a client that does not know it still shows the message.
+ */
+export const RESOURCE_TOO_LARGE = -32013;
 
 const SERVER_INFO = Object.freeze({ name: 'mcp-rx-streams-reference', version: '0.1.0' });
 
@@ -362,7 +397,10 @@ function methods(files: FileResources): Record<string, MethodHandler> {
     'resources/read': async (params, context) => {
       const uri = params?.uri;
       if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, 'resources/read requires params.uri');
-      const read = await files.read(uri, context.auth.scopes);
+      const read = await files.read(uri, context.auth.scopes).catch((error: unknown) => {
+        if (!(error instanceof ResourceTooLargeError)) throw error;
+        throw new JsonRpcError(RESOURCE_TOO_LARGE, error.message, error.info);
+      });
       // Unreadable and absent look the same: the answer never reveals what the caller may not read.
       if (read === undefined) throw new JsonRpcError(-32002, `resource not found: ${uri}`, { uri });
       return cacheable(read, context);
