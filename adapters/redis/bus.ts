@@ -1,59 +1,115 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { Subject, type Observable } from 'rxjs';
 import type { HubBus, HubEvent } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
-import { backoff, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
-import { reportUnrelayed } from './telemetry.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { reportResync, reportUnrelayed, type ResyncEvent } from './telemetry.js';
 
 /** Options of {@link RedisBus}. */
 export interface RedisBusOptions {
   /** The Redis every node of the fleet shares: a `redis://` URL or ioredis options. Required. */
   readonly redis: RedisTarget;
-  /** The pub/sub channel the fleet's hubs share; defaults to `mcp-rx-streams:hub`. */
+  /**
+   * The Redis stream the fleet's hubs share; defaults to `mcp-rx-streams:hub`. Its epoch is kept
+   * under `<channel>:epoch`.
+   */
   readonly channel?: string;
   /** This node's id, unique in the fleet (no whitespace); defaults to a random UUID. */
   readonly nodeId?: string;
   /** Longest pause between reconnection attempts, in milliseconds; defaults to 1000. */
   readonly maxReconnectDelay?: number;
   /**
-   * How long a publish may wait for Redis's acknowledgment before it counts as unrelayed, in
-   * milliseconds; defaults to 2000.
+   * How long a publish may wait for Redis's acknowledgment before it goes back to the outbox (and
+   * is sent again), in milliseconds; defaults to 2000.
    */
   readonly publishTimeout?: number;
+  /**
+   * About how many events the stream keeps (`XADD … MAXLEN ~ maxLength`); defaults to 10 000. A
+   * node that falls further behind than this (paused, cut off) resyncs its streams instead of
+   * catching up event by event.
+   */
+  readonly maxLength?: number;
+  /**
+   * How many events this node keeps while Redis is unreachable, to send when it comes back;
+   * defaults to 10 000. When it is full the oldest is dropped (counted `unrelayed`, reported on
+   * `redisChannels.unrelayed` with reason `overflow`), and the other nodes resync.
+   */
+  readonly maxOutbox?: number;
+  /**
+   * How often an idle node checks that Redis still holds the stream it reads (the epoch), in
+   * milliseconds; defaults to 1000. Bounds how late a node notices that Redis lost its data
+   * (`FLUSHALL`, a restart without persistence) when nothing is published.
+   */
+  readonly checkInterval?: number;
 }
 
 /** Counters of a {@link RedisBus} since it was created. */
 export interface RedisBusStats {
-  /** Local events Redis acknowledged (handed to every node subscribed at that moment). */
+  /** Local events Redis acknowledged (appended to the stream). */
   readonly relayed: number;
-  /** Local events that could not be handed to Redis (offline, error, timeout): other nodes may have missed them. */
+  /** Local events that waited in the outbox (Redis unreachable or not acknowledging), sent or dropped since. */
+  readonly queued: number;
+  /** Local events that never reached Redis: dropped from a full outbox, or not serializable. Other nodes resync for the former. */
   readonly unrelayed: number;
   /** Events from other nodes delivered to this node's hub. */
   readonly received: number;
-  /** Messages on the channel that were not a well-formed event, ignored. */
+  /** Events from other nodes read a second time (an append resent after a lost acknowledgment), skipped. */
+  readonly duplicates: number;
+  /** Times this node told its streams to re-read (see {@link RedisBus}): it could not prove it saw every event. */
+  readonly resyncs: number;
+  /** Stream entries that were not a well-formed event, ignored. */
   readonly malformed: number;
 }
 
 const EVENT_TOPICS = new Set(['tools', 'prompts', 'resources', 'resource', 'task']);
 
+// One read: the epoch (created when missing), the oldest entry's id, and up to ARGV[2] entries
+// after ARGV[1]. Atomic, so "the oldest entry is newer than my last one" is exact for this read.
+const READ = `
+redis.call('SET', KEYS[2], ARGV[3], 'NX')
+local epoch = redis.call('GET', KEYS[2])
+local oldest = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local entries = {}
+if ARGV[1] ~= '$' then entries = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2]) end
+return {epoch, oldest[1] and oldest[1][1] or false, newest[1] and newest[1][1] or false, entries}`;
+
+type ReadReply = [epoch: string, oldest: string | null, newest: string | null, entries: [id: string, fields: string[]][]];
+
+const BATCH = 1000;
+
+/** One queued local event: its sequence number and the fields of its stream entry. */
+interface Pending {
+  readonly seq: number;
+  readonly topic: HubEvent['topic'];
+  readonly json: string;
+}
+
 /**
- * A {@link HubBus} on Redis pub/sub: `notify*` on any node reaches the matching streams of every
- * node, exactly once each.
+ * A {@link HubBus} on a Redis stream: `notify*` on any node reaches the matching streams of every
+ * node exactly once, across Redis outages and pauses of a node; a node that cannot prove it saw
+ * every event tells its streams to re-read.
  *
  * The hub serves its own streams first and then calls `publish`, which never waits: the event is
- * sent as `<nodeId> <compact JSON>` on one channel, on a publisher connection, and every node's
- * subscriber connection hands the events of *other* nodes to its hub (a node skips its own, so the
- * publishing node's streams are not served twice).
+ * appended to one stream (`XADD <channel> MAXLEN ~ maxLength`) as `{o: origin, s: seq, e: JSON}`,
+ * where `origin` is this node's id plus a per-process run id and `seq` counts its events. Every
+ * node reads the stream on a connection of its own, from the last id it processed (a blocking
+ * `XREAD` to wait, a short script to read), skips its own entries (its streams had them first)
+ * and entries whose `seq` it has already seen from that origin (an append resent because its
+ * acknowledgment was lost), and hands the rest to its hub, in stream order.
  *
- * Delivery across nodes is at most once, never late. The publisher runs without ioredis's offline
- * queue and never resends: a publish while Redis is unreachable fails at once, and one Redis does
- * not acknowledge within `publishTimeout` (or whose connection drops) fails too. Each failure is
- * counted in {@link RedisBus.stats} (`unrelayed`) and published on `redisChannels.unrelayed`,
- * never claimed delivered, and never replayed when Redis comes back (a queued `resources/updated`
- * from an hour ago would be noise, and the sources have moved on). A publish counted unrelayed
- * because its acknowledgment was lost may still have reached other nodes. Both connections
- * reconnect by themselves (backoff up to `maxReconnectDelay`), the subscriber re-subscribes, and
- * cross-node delivery resumes without anything being recreated. Pub/sub keeps nothing: a node
- * that is down or reconnecting misses what was published meanwhile.
+ * While Redis is unreachable, or does not acknowledge within `publishTimeout`, events wait in a
+ * bounded outbox (`maxOutbox`) and are appended, in order, when it comes back. A node that was
+ * cut off or paused reads what it missed when it comes back, in order. Where that cannot be
+ * proven, the node calls {@link Hub.resync} (every live stream hears `list_changed` /
+ * `resources/updated` for what it listens to, once), counts it in `stats.resyncs`, and reports it
+ * on `resync$` and `redisChannels.resync`:
+ * - `trimmed`: entries after its last id were trimmed away (it fell more than `maxLength` behind);
+ * - `sequence`: an origin's `seq` skipped numbers (that node's outbox overflowed);
+ * - `epoch`: Redis lost its data (`FLUSHALL`, restart without persistence): the random epoch key
+ *   the nodes create next to the stream changed or vanished. Noticed at the next read, at most
+ *   `checkInterval` later.
  *
  * @example
  * const bus = new RedisBus({ redis: 'redis://10.0.0.5:6379' });
@@ -67,16 +123,32 @@ const EVENT_TOPICS = new Set(['tools', 'prompts', 'resources', 'resource', 'task
  * @see Hub
  */
 export class RedisBus implements HubBus {
-  /** This node's id: messages carrying it are skipped by this node's subscriber. */
+  /** This node's id. */
   readonly nodeId: string;
-  /** The pub/sub channel. */
+  /** The Redis stream. */
   readonly channel: string;
+  /** Each resync, as it happens; completes on `close()`. */
+  readonly resync$: Observable<ResyncEvent>;
   readonly #publisher: Redis;
-  readonly #subscriber: Redis;
-  readonly #prefix: string;
+  readonly #reader: Redis;
+  readonly #epochKey: string;
+  readonly #origin: string;
+  readonly #maxLength: string;
+  readonly #maxOutbox: number;
+  readonly #checkInterval: number;
+  readonly #retryDelay: number;
   readonly #deliverers = new Set<(event: HubEvent) => void>();
-  readonly #subscribed: Promise<unknown>;
-  #stats = { relayed: 0, unrelayed: 0, received: 0, malformed: 0 };
+  readonly #resyncers = new Set<() => void>();
+  readonly #resyncs = new Subject<ResyncEvent>();
+  readonly #started: Promise<void>;
+  /** The highest `seq` seen per origin since the last resync. */
+  readonly #seen = new Map<string, number>();
+  #outbox: Pending[] = [];
+  #seq = 0;
+  #last = '$';
+  #epoch: string | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  #stats = { relayed: 0, queued: 0, unrelayed: 0, received: 0, duplicates: 0, resyncs: 0, malformed: 0 };
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisBusOptions) {
@@ -85,27 +157,31 @@ export class RedisBus implements HubBus {
     this.channel = checkName('channel', options.channel, 'mcp-rx-streams:hub');
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
     const publishTimeout = checkMilliseconds('publishTimeout', options.publishTimeout, 2000);
-    this.#prefix = `${this.nodeId} `;
+    this.#maxLength = String(checkCount('maxLength', options.maxLength, 10_000));
+    this.#maxOutbox = checkCount('maxOutbox', options.maxOutbox, 10_000);
+    this.#checkInterval = checkMilliseconds('checkInterval', options.checkInterval, 1000);
+    this.#retryDelay = maxReconnectDelay;
+    this.#epochKey = `${this.channel}:epoch`;
+    this.#origin = `${this.nodeId}/${randomUUID()}`;
+    this.resync$ = this.#resyncs.asObservable();
     this.#publisher = openConnection(redis, 'bus', 'publisher', {
-      // No offline queue, no resend, no retry: a publish is relayed now or counted as not relayed.
+      // Nothing queued or resent by ioredis: the outbox does it, in order, with the seq that lets
+      // readers skip an append that had in fact succeeded.
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
       maxRetriesPerRequest: 0,
       commandTimeout: publishTimeout,
       retryStrategy: backoff(maxReconnectDelay),
     });
-    this.#subscriber = openConnection(redis, 'bus', 'subscriber', {
-      // The subscriber only ever sends SUBSCRIBE: queueing it until the first connect is harmless,
-      // and ioredis re-subscribes after every reconnection.
-      autoResubscribe: true,
+    this.#publisher.on('ready', () => this.#flush());
+    this.#reader = openConnection(redis, 'bus', 'reader', {
+      // Reads are idempotent: queued while offline and resent after a reconnection.
       maxRetriesPerRequest: null,
       retryStrategy: backoff(maxReconnectDelay),
     });
-    this.#subscriber.on('message', (channel: string, message: string) => {
-      if (channel === this.channel) this.#receive(message);
-    });
-    this.#subscribed = this.#subscriber.subscribe(this.channel);
-    this.#subscribed.catch(() => undefined);
+    this.#reader.defineCommand('mcpRxHubRead', { numberOfKeys: 2, lua: READ });
+    this.#started = this.#read().then(() => void this.#loop());
+    this.#started.catch(() => undefined);
   }
 
   /** A snapshot of the counters; see {@link RedisBusStats}. */
@@ -114,12 +190,13 @@ export class RedisBus implements HubBus {
   }
 
   /**
-   * Resolves once both connections are up and the channel is subscribed: events published on
-   * other nodes from then on reach this node. Needed only where a test or a startup sequence
-   * must not miss the first events; the hub works before it (relaying what it can).
+   * Resolves once this node has found its place in the stream and the publisher is connected:
+   * events published on other nodes from then on reach this node. Needed only where a test or a
+   * startup sequence must not miss the first events; the hub works before it (queueing what it
+   * cannot append yet).
    */
   async ready(): Promise<void> {
-    await this.#subscribed;
+    await this.#started;
     if (this.#publisher.status !== 'ready') {
       await new Promise<void>((resolve) => this.#publisher.once('ready', () => resolve()));
     }
@@ -128,43 +205,158 @@ export class RedisBus implements HubBus {
   /** Relays an event this node's hub has already delivered locally; never waits, never throws. */
   publish(event: HubEvent): void {
     if (this.#closing !== undefined) return;
-    let message: string;
+    let json: string;
     try {
-      message = this.#prefix + JSON.stringify(event);
+      json = JSON.stringify(event);
     } catch {
       // A task status that cannot be serialized (a cycle, a BigInt) reached local streams only.
-      return this.#unrelayed(event, 'error');
+      return this.#unrelayed(event.topic, 'error');
     }
-    if (this.#publisher.status !== 'ready') return this.#unrelayed(event, 'offline');
-    this.#publisher.publish(this.channel, message).then(
-      () => void this.#stats.relayed++,
-      () => this.#unrelayed(event, 'error'),
-    );
+    const pending: Pending = { seq: ++this.#seq, topic: event.topic, json };
+    if (this.#publisher.status !== 'ready') return this.#enqueue(pending);
+    // Appends after the outbox's, so that each origin's seq reaches the stream in order.
+    if (this.#outbox.length > 0) this.#flush();
+    this.#send(pending);
   }
 
-  /** Starts handing other nodes' events to `deliver`; returns the function that stops it. */
-  connect(deliver: (event: HubEvent) => void): () => void {
+  /** Starts handing other nodes' events to `deliver`, and gaps to `resync`; returns the function that stops it. */
+  connect(deliver: (event: HubEvent) => void, resync?: () => void): () => void {
     const entry = (event: HubEvent) => deliver(event);
+    const gap = resync === undefined ? undefined : () => resync();
     this.#deliverers.add(entry);
-    return () => void this.#deliverers.delete(entry);
+    if (gap !== undefined) this.#resyncers.add(gap);
+    return () => {
+      this.#deliverers.delete(entry);
+      if (gap !== undefined) this.#resyncers.delete(gap);
+    };
   }
 
-  /** Closes both connections (waiting for the acknowledgments still due); idempotent. */
+  /** Closes both connections (waiting for the acknowledgments still due); idempotent. What is still in the outbox is lost. */
   close(): Promise<void> {
-    return (this.#closing ??= Promise.all([closeConnection(this.#publisher), closeConnection(this.#subscriber)]).then(() => undefined));
+    return (this.#closing ??= (async () => {
+      clearTimeout(this.#retry);
+      this.#resyncs.complete();
+      // The reader is blocked in XREAD: it is dropped, not asked to quit.
+      this.#reader.disconnect();
+      await closeConnection(this.#publisher);
+    })());
   }
 
-  #unrelayed(event: HubEvent, reason: 'offline' | 'error'): void {
-    reportUnrelayed({ topic: event.topic, reason, unrelayed: ++this.#stats.unrelayed });
+  #send(pending: Pending): void {
+    this.#publisher
+      .xadd(this.channel, 'MAXLEN', '~', this.#maxLength, '*', 'o', this.#origin, 's', String(pending.seq), 'e', pending.json)
+      .then(
+        () => void this.#stats.relayed++,
+        () => {
+          if (this.#closing !== undefined) return;
+          this.#enqueue(pending);
+          // Connected but refused (an error reply, a timeout): try again later; a reconnection flushes anyway.
+          this.#retry ??= setTimeout(() => {
+            this.#retry = undefined;
+            if (this.#publisher.status === 'ready') this.#flush();
+          }, this.#retryDelay);
+        },
+      );
   }
 
-  #receive(message: string): void {
-    if (message.startsWith(this.#prefix)) return;
-    const space = message.indexOf(' ');
-    const event = space > 0 ? parseEvent(message.slice(space + 1)) : undefined;
+  /** Adds to the outbox, kept in seq order: failed appends come back to it asynchronously, after newer events. */
+  #enqueue(pending: Pending): void {
+    this.#stats.queued++;
+    const outbox = this.#outbox;
+    let i = outbox.length;
+    while (i > 0 && outbox[i - 1]!.seq > pending.seq) i--;
+    if (i === outbox.length) outbox.push(pending);
+    else outbox.splice(i, 0, pending);
+    // The oldest goes first: the readers see its seq missing and resync.
+    if (outbox.length > this.#maxOutbox) this.#unrelayed(outbox.shift()!.topic, 'overflow');
+  }
+
+  /** Appends the outbox, in seq order, before anything newer. */
+  #flush(): void {
+    if (this.#closing !== undefined || this.#outbox.length === 0) return;
+    const outbox = this.#outbox;
+    this.#outbox = [];
+    for (const pending of outbox) this.#send(pending);
+  }
+
+  #unrelayed(topic: HubEvent['topic'], reason: 'overflow' | 'error'): void {
+    reportUnrelayed({ topic, reason, unrelayed: ++this.#stats.unrelayed });
+  }
+
+  /** Waits for entries after the last id (or `checkInterval`), then reads them; until closed. */
+  async #loop(): Promise<void> {
+    let more = false;
+    while (this.#closing === undefined) {
+      try {
+        if (!more) await this.#reader.xread('COUNT', 1, 'BLOCK', this.#checkInterval, 'STREAMS', this.channel, this.#last === '$' ? '0-0' : this.#last);
+        more = await this.#read();
+      } catch {
+        more = false;
+        // The connection dropped (the command is resent after the reconnection) or Redis refused:
+        // wait a little rather than spin.
+        if (this.#closing === undefined) await new Promise((resolve) => setTimeout(resolve, Math.min(this.#retryDelay, 100)));
+      }
+    }
+  }
+
+  /** One read; returns whether more entries may be waiting. */
+  async #read(): Promise<boolean> {
+    const reader = this.#reader as Redis & { mcpRxHubRead(stream: string, epochKey: string, last: string, count: number, candidate: string): Promise<ReadReply> };
+    const [epoch, oldest, newest, entries] = await reader.mcpRxHubRead(this.channel, this.#epochKey, this.#last, BATCH, randomUUID());
+    if (this.#closing !== undefined) return false;
+    if (this.#epoch === undefined || this.#last === '$') {
+      // The first read: start after the newest entry; what came before this node is not its business.
+      this.#epoch = epoch;
+      this.#last = newest ?? '0-0';
+      return false;
+    }
+    if (epoch !== this.#epoch) {
+      // Redis lost its data: whatever is in the stream now came after the loss; read all of it.
+      this.#epoch = epoch;
+      this.#last = '0-0';
+      this.#resync('epoch');
+      return true;
+    }
+    if (this.#last !== '0-0' && (oldest === null || compareIds(oldest, this.#last) > 0)) {
+      // The entry after ours may have been trimmed: re-read everything, then carry on with what is left.
+      this.#last = '0-0';
+      this.#resync('trimmed');
+      return true;
+    }
+    let resynced = false;
+    for (const [id, fields] of entries) {
+      this.#last = id;
+      resynced = this.#receive(fields, resynced) || resynced;
+    }
+    return entries.length === BATCH;
+  }
+
+  /** Delivers one entry; returns whether it caused a resync. */
+  #receive(fields: string[], resynced: boolean): boolean {
+    let origin: string | undefined;
+    let seq = NaN;
+    let json: string | undefined;
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      if (fields[i] === 'o') origin = fields[i + 1];
+      else if (fields[i] === 's') seq = Number(fields[i + 1]);
+      else if (fields[i] === 'e') json = fields[i + 1];
+    }
+    if (origin === this.#origin) return false;
+    const event = origin !== undefined && Number.isSafeInteger(seq) && json !== undefined ? parseEvent(json) : undefined;
     if (event === undefined) {
       this.#stats.malformed++;
-      return;
+      return false;
+    }
+    const previous = this.#seen.get(origin!);
+    if (previous !== undefined && seq <= previous) {
+      this.#stats.duplicates++;
+      return false;
+    }
+    this.#seen.set(origin!, seq);
+    let gap = false;
+    if (previous !== undefined && seq > previous + 1 && !resynced) {
+      gap = true;
+      this.#resync('sequence');
     }
     this.#stats.received++;
     for (const deliver of this.#deliverers) {
@@ -174,7 +366,30 @@ export class RedisBus implements HubBus {
         reportError('hub', error);
       }
     }
+    return gap;
   }
+
+  #resync(reason: ResyncEvent['reason']): void {
+    // Every origin starts afresh: what it sends next is not a gap, the resync covered it.
+    this.#seen.clear();
+    const event: ResyncEvent = { reason, resyncs: ++this.#stats.resyncs };
+    for (const resync of this.#resyncers) {
+      try {
+        resync();
+      } catch (error) {
+        reportError('hub', error);
+      }
+    }
+    reportResync(event);
+    this.#resyncs.next(event);
+  }
+}
+
+/** Compares two stream ids (`<ms>-<seq>`) numerically. */
+function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-');
+  const [bm, bs] = b.split('-');
+  return Number(am) - Number(bm) || Number(as) - Number(bs);
 }
 
 function parseEvent(json: string): HubEvent | undefined {
@@ -185,9 +400,10 @@ function parseEvent(json: string): HubEvent | undefined {
     return undefined;
   }
   if (value === null || typeof value !== 'object') return undefined;
-  const event = value as { topic?: unknown; uri?: unknown; task?: { taskId?: unknown } | null };
+  const event = value as { topic?: unknown; uri?: unknown; task?: { taskId?: unknown } | null; scope?: unknown };
   if (typeof event.topic !== 'string' || !EVENT_TOPICS.has(event.topic)) return undefined;
   if (event.topic === 'resource' && typeof event.uri !== 'string') return undefined;
   if (event.topic === 'task' && (event.task === null || typeof event.task !== 'object' || typeof event.task.taskId !== 'string')) return undefined;
+  if (event.scope !== undefined && typeof event.scope !== 'string') return undefined;
   return value as HubEvent;
 }

@@ -23,4 +23,4 @@ export type { RedisSessionBusOptions, RedisSessionBusStats } from './sessionBus.
 /* Connections and telemetry */
 export type { RedisTarget } from './connection.js';
 export { redisChannels } from './telemetry.js';
-export type { ConnectionEvent, RedisComponent, UnrelayedEvent } from './telemetry.js';
+export type { ConnectionEvent, RedisComponent, ResyncEvent, UnrelayedEvent } from './telemetry.js';

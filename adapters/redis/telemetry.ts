@@ -5,22 +5,37 @@ import type { HubEvent } from '../../lib/hub.js';
 export type RedisComponent = 'bus' | 'lease' | 'principals' | 'sessions' | 'eventLog' | 'sessionBus';
 
 /**
- * Published on {@link redisChannels.unrelayed} for each hub event a {@link RedisBus} could not
- * hand to Redis: it reached this node's streams, and maybe no other node's.
+ * Published on {@link redisChannels.unrelayed} for each hub event a {@link RedisBus} gave up on: it
+ * reached this node's streams and no other node's (those resync when it was an `overflow`).
  */
 export interface UnrelayedEvent {
   /** The event's topic kind (never its URI or task id). */
   readonly topic: HubEvent['topic'];
-  /** `offline`: no connection to Redis at publish time; `error`: Redis did not acknowledge it (error, timeout, connection lost). */
-  readonly reason: 'offline' | 'error';
+  /** `overflow`: dropped from a full outbox while Redis was unreachable; `error`: it could not be serialized. */
+  readonly reason: 'overflow' | 'error';
   /** The bus's running total of unrelayed events, this one included. */
   readonly unrelayed: number;
+}
+
+/**
+ * Published on {@link redisChannels.resync} (and a {@link RedisBus}'s `resync$`) each time a node
+ * told its streams to re-read because it could not prove it saw every event.
+ */
+export interface ResyncEvent {
+  /**
+   * `trimmed`: entries after its last id were trimmed from the stream (it fell behind more than
+   * `maxLength`); `sequence`: another node's events skipped numbers (its outbox overflowed);
+   * `epoch`: Redis lost its data.
+   */
+  readonly reason: 'trimmed' | 'sequence' | 'epoch';
+  /** The bus's running total of resyncs, this one included. */
+  readonly resyncs: number;
 }
 
 /** Published on {@link redisChannels.connection} when a Redis connection becomes ready or is lost. */
 export interface ConnectionEvent {
   readonly component: RedisComponent;
-  /** The connection's job inside the component (`publisher`, `subscriber`, `commands`). */
+  /** The connection's job inside the component (`publisher`, `reader`, `subscriber`, `commands`). */
   readonly role: string;
   readonly status: 'ready' | 'lost';
 }
@@ -35,11 +50,16 @@ export interface ConnectionEvent {
  */
 export const redisChannels = Object.freeze({
   unrelayed: diagnostics_channel.channel('mcp-rx-streams:redis:unrelayed'),
+  resync: diagnostics_channel.channel('mcp-rx-streams:redis:resync'),
   connection: diagnostics_channel.channel('mcp-rx-streams:redis:connection'),
 });
 
 export function reportUnrelayed(event: UnrelayedEvent): void {
   if (redisChannels.unrelayed.hasSubscribers) redisChannels.unrelayed.publish(event);
+}
+
+export function reportResync(event: ResyncEvent): void {
+  if (redisChannels.resync.hasSubscribers) redisChannels.resync.publish(event);
 }
 
 export function reportConnection(component: RedisComponent, role: string, status: ConnectionEvent['status']): void {

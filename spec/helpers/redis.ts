@@ -29,10 +29,16 @@ process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
-/** Starts a redis-server on a free loopback port; throws a clear error when the binary is missing. */
-export async function startRedis(): Promise<RedisServer> {
+/**
+ * Starts a redis-server on a free loopback port; throws a clear error when the binary is missing.
+ * @param options `persistent`: an append-only file fsynced on every write, so that `restart()`
+ *   (after a SIGKILL) comes back with every acknowledged write; default off (restarts empty).
+ */
+export async function startRedis(options: { readonly persistent?: boolean } = {}): Promise<RedisServer> {
   const dir = await mkdtemp(path.join(tmpdir(), 'mcp-rx-redis-'));
   const port = await freePort();
+  const persistence = options.persistent === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+  const launch = (port: number, dir: string) => launchServer(port, dir, persistence);
   let child: ChildProcess | undefined = await launch(port, dir);
   const stop = async () => {
     const running = child;
@@ -58,8 +64,8 @@ export async function startRedis(): Promise<RedisServer> {
   };
 }
 
-async function launch(port: number, dir: string): Promise<ChildProcess> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'];
+async function launchServer(port: number, dir: string, persistence: readonly string[]): Promise<ChildProcess> {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, '--loglevel', 'warning'];
   const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   live.add(child);
   let stderr = '';
@@ -129,13 +135,13 @@ function freePort(): Promise<number> {
  * A redis-server for one spec file: started before its first test, stopped after its last, with
  * a plain client (`raw`, for inspecting keys) that retries while the server restarts.
  */
-export function redisForSuite(suite: { before: (hook: () => Promise<void>) => void; after: (hook: () => Promise<void>) => void }): {
+export function redisForSuite(suite: { before: (hook: () => Promise<void>) => void; after: (hook: () => Promise<void>) => void }, options: { readonly persistent?: boolean } = {}): {
   readonly server: RedisServer;
   readonly raw: Redis;
 } {
   const state = {} as { server: RedisServer; raw: Redis };
   suite.before(async () => {
-    state.server = await startRedis();
+    state.server = await startRedis(options);
     state.raw = new Redis(state.server.url, { maxRetriesPerRequest: null });
     state.raw.on('error', () => undefined);
   });

@@ -1,27 +1,29 @@
 // RedisBus against a real redis-server: two hubs ("nodes") in one process, each on its own bus
 // and its own http.Server, with listen streams read byte for byte over loopback.
 import { strict as assert } from 'node:assert';
-import { Redis } from 'ioredis';
 import { test } from 'uvu';
-import { RedisBus } from '../../adapters/redis/bus.js';
-import { redisChannels, type UnrelayedEvent } from '../../adapters/redis/telemetry.js';
+import { RedisBus, type RedisBusOptions } from '../../adapters/redis/bus.js';
+import { redisChannels, type ResyncEvent, type UnrelayedEvent } from '../../adapters/redis/telemetry.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { Hub } from '../../lib/hub.js';
 import { eventually, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
 import { redisForSuite } from '../helpers/redis.js';
+import { collecting } from '../helpers/telemetry.js';
 
-const suite = redisForSuite(test);
+// Persistent: a restart after a kill comes back with the stream, as a production Redis with an AOF does.
+const suite = redisForSuite(test, { persistent: true });
 
 interface Node {
   readonly bus: RedisBus;
   readonly server: TestServer;
 }
 
-async function withNodes(body: (a: Node, b: Node) => Promise<void>, channel = `hub-${Math.random().toString(36).slice(2)}`): Promise<void> {
+async function withNodes(body: (a: Node, b: Node) => Promise<void>, options: Partial<RedisBusOptions> = {}): Promise<void> {
   const nodes: Node[] = [];
+  const channel = `hub-${Math.random().toString(36).slice(2)}`;
   try {
     for (const nodeId of ['A', 'B']) {
-      const bus = new RedisBus({ redis: suite.server.url, nodeId, channel });
+      const bus = new RedisBus({ redis: suite.server.url, nodeId, channel, checkInterval: 200, ...options });
       nodes.push({ bus, server: await startEndpoint({ hub: new Hub({ bus }) }) });
       await bus.ready();
     }
@@ -49,7 +51,17 @@ async function listenOn(node: Node, id: number, uri = URI): Promise<SseConnectio
   return conn;
 }
 
+async function listenMany(node: Node, id: number, uris: readonly string[]): Promise<SseConnection> {
+  const conn = await SseConnection.open(node.server.url, listenBody(id, { toolsListChanged: true, resourceSubscriptions: uris }));
+  await conn.until((c) => c.text.includes('acknowledged'), 2000, 'the ack');
+  return conn;
+}
+
+const ackMany = (id: number, uris: readonly string[]) =>
+  frame(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":${JSON.stringify(uris)}},${meta(id)}}}`);
 const count = (text: string, part: string) => text.split(part).length - 1;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 
 test('a notify on node A reaches a stream on A and a stream on B exactly once each, byte for byte', async () => {
   await withNodes(async (a, b) => {
@@ -67,68 +79,120 @@ test('a notify on node A reaches a stream on A and a stream on B exactly once ea
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(onA.text, ack(1) + updated(1) + toolsChanged(1) + updated(1));
     assert.equal(onB.text, ack(2) + updated(2) + toolsChanged(2) + updated(2));
-    assert.deepEqual(a.bus.stats, { relayed: 2, unrelayed: 0, received: 1, malformed: 0 });
-    assert.deepEqual(b.bus.stats, { relayed: 1, unrelayed: 0, received: 2, malformed: 0 });
+    assert.deepEqual(a.bus.stats, { relayed: 2, queued: 0, unrelayed: 0, received: 1, duplicates: 0, resyncs: 0, malformed: 0 });
+    assert.deepEqual(b.bus.stats, { relayed: 1, queued: 0, unrelayed: 0, received: 2, duplicates: 0, resyncs: 0, malformed: 0 });
     onA.destroy();
     onB.destroy();
   });
 });
 
-test('Redis down: local streams keep receiving, unrelayed publishes are counted and reported, and nothing stale arrives after the restart', async () => {
+test('Redis down (and back with its data): the publishes of A wait in its outbox and reach B after the restart, in order, exactly once', async () => {
+  await withNodes(async (a, b) => {
+    const uris = Array.from({ length: 200 }, (_, i) => `file:///srv/data/${i}.txt`);
+    const onA = await listenOn(a, 1);
+    const onB = await listenMany(b, 2, uris);
+    await suite.server.stop();
+    for (const uri of uris) a.server.hub.notifyResourceUpdated(uri);
+    // Local streams first, without waiting for Redis.
+    await eventually(() => a.bus.stats.queued === 200, 1000, 'the 200 publishes to be queued');
+    await sleep(300);
+    assert.equal(count(onB.text, 'resources/updated'), 0, 'nothing reaches B while Redis is down');
+    await suite.server.restart();
+    await onB.until((c) => count(c.text, 'resources/updated') === 200, 3000, 'the 200 updates on B');
+    await sleep(200);
+    assert.equal(onB.text, ackMany(2, uris) + uris.map((uri) => updated(2, uri)).join(''), 'every update once, in publishing order');
+    assert.equal(b.bus.stats.resyncs, 0);
+    assert.equal(a.bus.stats.unrelayed, 0);
+    assert.equal(a.bus.stats.relayed, 200);
+    onA.destroy();
+    onB.destroy();
+  });
+});
+
+test('an outbox smaller than the outage: the oldest are dropped and reported, B resyncs its streams once (one frame per topic) and hears the rest', async () => {
+  await withNodes(
+    async (a, b) => {
+      const uris = Array.from({ length: 20 }, (_, i) => `file:///srv/data/${i}.txt`);
+      const onB = await listenMany(b, 2, uris);
+      await collecting<UnrelayedEvent>(redisChannels.unrelayed, (reported) =>
+        collecting<ResyncEvent>(redisChannels.resync, async (resyncs) => {
+          a.server.hub.notifyResourceUpdated(uris[0]!); // B has seen A's seq 1
+          await onB.until((c) => count(c.text, 'resources/updated') === 1, 2000, 'the first update on B');
+          await suite.server.stop();
+          for (const uri of uris) a.server.hub.notifyResourceUpdated(uri);
+          await eventually(() => a.bus.stats.unrelayed === 15, 1000, 'fifteen dropped');
+          assert.deepEqual(reported, Array.from({ length: 15 }, (_, i) => ({ topic: 'resource', reason: 'overflow', unrelayed: i + 1 })));
+          await suite.server.restart();
+          await eventually(() => b.bus.stats.received === 6, 3000, 'the five kept to reach B');
+          await sleep(200);
+          assert.deepEqual(resyncs, [{ reason: 'sequence', resyncs: 1 }]);
+          // One frame per topic the stream listens to (the tools list and each URI), then the five kept.
+          const resync = toolsChanged(2) + uris.map((uri) => updated(2, uri)).join('');
+          const kept = uris.slice(15).map((uri) => updated(2, uri)).join('');
+          assert.equal(onB.text, ackMany(2, uris) + updated(2, uris[0]) + resync + kept);
+          onB.destroy();
+        }),
+      );
+    },
+    { maxOutbox: 5 },
+  );
+});
+
+test('Redis loses its data (FLUSHALL): every node resyncs its streams once, then delivery carries on', async () => {
   await withNodes(async (a, b) => {
     const onA = await listenOn(a, 1);
     const onB = await listenOn(b, 2);
-    const reported: UnrelayedEvent[] = [];
-    const onUnrelayed = (event: unknown) => reported.push(event as UnrelayedEvent);
-    redisChannels.unrelayed.subscribe(onUnrelayed);
-    try {
-      await suite.server.stop();
-      await eventually(() => a.bus.stats.unrelayed > 0 || (a.server.hub.notifyToolsChanged(), false), 2000, 'a publish to fail');
-      const failedBefore = a.bus.stats.unrelayed;
-      for (let i = 0; i < 5; i++) a.server.hub.notifyResourceUpdated(URI);
-      await onA.until((c) => count(c.text, 'resources/updated') === 5, 1000, 'five local updates on A');
-      await eventually(() => a.bus.stats.unrelayed === failedBefore + 5, 1000, 'five more unrelayed');
-      assert.deepEqual(reported.slice(-5), [1, 2, 3, 4, 5].map((i) => ({ topic: 'resource', reason: 'offline', unrelayed: failedBefore + i })));
+    await suite.raw.flushall();
+    await eventually(() => a.bus.stats.resyncs === 1 && b.bus.stats.resyncs === 1, 3000, 'both nodes to resync');
+    await onA.until((c) => c.text.endsWith(toolsChanged(1) + updated(1)), 1000, 'the resync on A');
+    await onB.until((c) => c.text.endsWith(toolsChanged(2) + updated(2)), 1000, 'the resync on B');
+    a.server.hub.notifyToolsChanged();
+    await onB.until((c) => count(c.text, 'tools/list_changed') === 2, 2000, 'a later publish on B');
+    await sleep(1300); // past a check interval: no second resync
+    assert.equal(onA.text, ack(1) + toolsChanged(1) + updated(1) + toolsChanged(1));
+    assert.equal(onB.text, ack(2) + toolsChanged(2) + updated(2) + toolsChanged(2));
+    assert.deepEqual([a.bus.stats.resyncs, b.bus.stats.resyncs], [1, 1]);
+    onA.destroy();
+    onB.destroy();
+  });
+});
 
-      const restarted = Date.now();
-      await suite.server.restart();
-      // Cross-node delivery resumes on the same buses, hubs and streams: probe until B hears A.
-      const probe = 'file:///probe';
-      const onBProbe = await listenOn(b, 3, probe);
-      await eventually(() => onBProbe.text.includes(probe) || (a.server.hub.notifyResourceUpdated(probe), false), 2000, 'cross-node delivery to resume');
-      const resumedAfter = Date.now() - restarted;
-      assert.ok(resumedAfter < 2000, `resumed after ${resumedAfter} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      assert.equal(count(onB.text, 'resources/updated'), 0, 'no update published during the outage reached B, then or later');
-      assert.equal(count(onB.text, 'tools/list_changed'), 0);
-      onA.destroy();
-      onB.destroy();
-      onBProbe.destroy();
-    } finally {
-      redisChannels.unrelayed.unsubscribe(onUnrelayed);
-    }
+test('a node whose next entry was trimmed away resyncs; an entry appended twice is delivered once', async () => {
+  await withNodes(async (a, b) => {
+    const onB = await listenOn(b, 2);
+    const entry = (seq: number) => ['o', 'X/run', 's', String(seq), 'e', `{"topic":"resource","uri":"${URI}"}`];
+    await suite.raw.xadd(b.bus.channel, '*', ...entry(1));
+    await suite.raw.xadd(b.bus.channel, '*', ...entry(1));
+    await onB.until((c) => count(c.text, 'resources/updated') === 1, 2000, 'the update');
+    await eventually(() => b.bus.stats.duplicates === 1, 1000, 'the duplicate to be skipped');
+    // 50 entries of which B can read only the last 5: atomically appended and trimmed.
+    const multi = suite.raw.multi();
+    for (let seq = 2; seq <= 51; seq++) multi.xadd(b.bus.channel, '*', 'o', 'X/run', 's', String(seq), 'e', '{"topic":"prompts"}');
+    await multi.xtrim(b.bus.channel, 'MAXLEN', 5).exec();
+    await eventually(() => b.bus.stats.resyncs === 1, 2000, 'B to resync');
+    await eventually(() => b.bus.stats.received === 6, 1000, 'the 5 entries left');
+    await sleep(100);
+    assert.equal(onB.text, ack(2) + updated(2) + toolsChanged(2) + updated(2));
+    assert.equal(b.bus.stats.resyncs, 1);
+    onB.destroy();
   });
 });
 
 test('messages that are not events are counted and ignored; a node skips its own', async () => {
   await withNodes(async (a, b) => {
     const onB = await listenOn(b, 2);
-    const raw = new Redis(suite.server.url);
-    try {
-      for (const message of ['garbage', 'X not-json', 'X {"topic":"resource"}', 'X {"topic":"nope"}', 'X {"topic":"task","task":{}}', 'X null']) {
-        await raw.publish(a.bus.channel, message);
-      }
-      // Looks like B's own message: B must not deliver it, A must.
-      await raw.publish(a.bus.channel, `B {"topic":"resource","uri":"${URI}"}`);
-      await eventually(() => a.bus.stats.received === 1, 2000, 'A to receive the forged event');
-      assert.equal(a.bus.stats.malformed, 6);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      assert.equal(count(onB.text, 'resources/updated'), 0);
-      assert.deepEqual(b.bus.stats, { relayed: 0, unrelayed: 0, received: 0, malformed: 6 });
-      onB.destroy();
-    } finally {
-      raw.disconnect();
-    }
+    const malformed = [['x', 'y'], ['o', 'X/1', 's', '1', 'e', 'not-json'], ['o', 'X/1', 's', '2', 'e', '{"topic":"resource"}'], ['o', 'X/1', 's', 'three', 'e', '{"topic":"tools"}'],
+      ['o', 'X/1', 's', '4', 'e', '{"topic":"nope"}'], ['o', 'X/1', 's', '5', 'e', '{"topic":"task","task":{}}'], ['o', 'X/1', 's', '6', 'e', 'null']];
+    for (const fields of malformed) await suite.raw.xadd(a.bus.channel, '*', ...fields);
+    // B's own entry (its origin) is skipped by B, delivered by A.
+    b.server.hub.notifyResourceUpdated(URI);
+    await eventually(() => a.bus.stats.received === 1, 2000, 'A to receive the event');
+    await eventually(() => b.bus.stats.malformed === 7, 2000, 'B to read the malformed entries');
+    assert.equal(a.bus.stats.malformed, 7);
+    await sleep(50);
+    assert.equal(count(onB.text, 'resources/updated'), 1, 'B delivered its own publish once');
+    assert.deepEqual(b.bus.stats, { relayed: 1, queued: 0, unrelayed: 0, received: 0, duplicates: 0, resyncs: 0, malformed: 7 });
+    onB.destroy();
   });
 });
 
@@ -140,6 +204,9 @@ test('options are validated at construction, naming the option', () => {
     [{ redis: suite.server.url, nodeId: 'a b' }, 'nodeId must be a non-empty string without whitespace, got "a b"'],
     [{ redis: suite.server.url, maxReconnectDelay: 0 }, 'maxReconnectDelay must be a positive integer of milliseconds (at least 1), got 0'],
     [{ redis: suite.server.url, publishTimeout: 1.5 }, 'publishTimeout must be a positive integer of milliseconds (at least 1), got 1.5'],
+    [{ redis: suite.server.url, maxLength: 0 }, 'maxLength must be a positive integer, got 0'],
+    [{ redis: suite.server.url, maxOutbox: -1 }, 'maxOutbox must be a positive integer, got -1'],
+    [{ redis: suite.server.url, checkInterval: '1000' }, 'checkInterval must be a positive integer of milliseconds (at least 1), got "1000"'],
   ];
   for (const [options, message] of cases) {
     assert.throws(() => new RedisBus(options as never), (error: unknown) => error instanceof InvalidOptionError && error.message === message);
