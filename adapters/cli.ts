@@ -99,16 +99,18 @@ async function serve(argv: string[]): Promise<void> {
 
 /**
  * One stdout line per fleet transition: the watch lease moving, Redis lost and back (with the
- * running totals of hub events not relayed to other nodes, and of folder changes this node served
- * to its own streams only while it could not hear the fleet).
+ * running totals of hub events that waited in the bus's outbox, that never reached Redis, and of
+ * resyncs), and each resync of this node's streams (with its reason).
  */
 function reportFleet(fleet: ReferenceFleet, redis: string): void {
   const say = (line: string) => process.stdout.write(`fleet: ${line}\n`);
   say(`node ${fleet.nodeId} on ${redactedUrl(redis)}`);
   fleet.lease.held$.subscribe((held) => say(held ? 'watch lease held' : 'watch lease not held'));
-  fleet.sessionBus.connected$.subscribe((connected) =>
-    say(connected ? `redis up (unrelayed ${fleet.bus.stats.unrelayed}, local-only ${fleet.localOnly})` : 'redis down'),
-  );
+  fleet.sessionBus.connected$.subscribe((connected) => {
+    const { queued, unrelayed, resyncs } = fleet.bus.stats;
+    say(connected ? `redis up (queued ${queued}, unrelayed ${unrelayed}, resyncs ${resyncs})` : 'redis down');
+  });
+  fleet.bus.resync$.subscribe(({ reason, resyncs }) => say(`resync (${reason}): every stream told to re-read (resyncs ${resyncs})`));
 }
 
 async function watch(argv: string[]): Promise<void> {

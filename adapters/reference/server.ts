@@ -67,11 +67,6 @@ export interface ReferenceFleet {
   readonly eventLog: RedisEventLogs;
   /** Session commands between the nodes; its `connected$` says whether this node hears the fleet. */
   readonly sessionBus: RedisSessionBus;
-  /**
-   * Hub events of folder changes that this node delivered to its own streams only, because Redis
-   * was unreachable (nobody could relay the lease holder's events to it meanwhile).
-   */
-  readonly localOnly: number;
 }
 
 /** A running reference server. */
@@ -105,8 +100,9 @@ export interface ReferenceServer {
  *
  * With `redis`, the server is one node of a fleet: every node watches the folder (so each knows
  * what is subscribable), but only the holder of the folder's watch lease publishes its changes,
- * which reach the other nodes' streams through the hub's Redis bus; while a node cannot hear
- * Redis and does not hold the lease, it delivers the changes it sees to its own streams only.
+ * which reach the other nodes' streams through the hub's Redis bus. A holder that loses Redis
+ * keeps publishing them (its bus's outbox carries them over the outage) until Redis is back; the
+ * other nodes hear them then, once each.
  * Legacy sessions, their replay buffers and the per-principal cap live in Redis too.
  *
  * @example
@@ -171,11 +167,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   }
   const watching: Subscription = files.changes().subscribe((change) => {
     for (const event of hubEvents(change)) {
-      if (fleet === undefined || fleet.lease.held) notify(hub, event);
-      else if (!fleet.sessionBus.connected) {
-        fleet.localOnly++;
-        hub.deliver(event);
-      }
+      if (fleet === undefined || fleet.publishes) notify(hub, event);
     }
   });
 
@@ -225,10 +217,17 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   };
 }
 
-/** The fleet parts, with the counter the watcher updates. */
+/** The fleet parts, and whether this node publishes the folder's changes. */
 interface Fleet extends ReferenceFleet {
   readonly view: ReferenceFleet;
-  localOnly: number;
+  /**
+   * This node holds the watch lease, or held it when Redis became unreachable and Redis is not
+   * back yet: the lease lapses after 2/3 of its ttl without Redis, but nobody else can take it
+   * meanwhile, and the bus's outbox relays what the holder publishes when Redis returns. (When only
+   * this node lost Redis, another takes the lease after its ttl and both publish until this one is
+   * back: a change may then reach a stream twice, never not at all.)
+   */
+  readonly publishes: boolean;
   close(): Promise<void>;
 }
 
@@ -261,18 +260,16 @@ async function openFleet(
     });
     await Promise.race([Promise.all([bus.ready(), sessionStore.ready(), eventLog.ready(), sessionBus.ready()]), timeout]).finally(() => clearTimeout(timer));
     const members = { nodeId, bus, lease, principals, sessionStore, eventLog, sessionBus };
-    const fleet: Fleet = {
+    let carrying = false;
+    sessionBus.connected$.subscribe((connected) => (carrying = !connected && (carrying || lease.held)));
+    return {
       ...members,
-      localOnly: 0,
-      close,
-      view: {
-        ...members,
-        get localOnly() {
-          return fleet.localOnly;
-        },
+      get publishes() {
+        return lease.held || carrying;
       },
+      close,
+      view: members,
     };
-    return fleet;
   } catch (error) {
     await close();
     throw error;
