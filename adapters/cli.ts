@@ -1,132 +1,343 @@
 #!/usr/bin/env node
 // The `mcp-rx-streams` command: `serve` runs the reference server, `listen` watches one.
+//
+// Each command's flags are one table (flag, value, unit, default, description, validator): `--help`
+// is printed from it and `node:util` parseArgs reads the command line with it, so the help and what
+// is accepted cannot drift apart. A command-line mistake is one line on stderr naming the flag, exit
+// code 2; a failure after start (a port in use, Redis not there within --redis-timeout), exit code 1.
+import { stat } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../lib/errors.js';
-import type { CloseNoticeMode } from '../lib/options.js';
-import { listen, ListenClientError } from './client.js';
-import { redactedUrl, startReferenceServer, type ReferenceFleet, type ReferenceServerOptions } from './reference/server.js';
-
-const USAGE = `usage:
-  mcp-rx-streams serve [--dir DIR] [--port N] [--host H] [--token-secret SECRET]
-                       [--keep-alive-interval MS] [--listen-idle-timeout MS] [--max-stream-lifetime MS]
-                       [--max-listens-per-principal N] [--max-streams N] [--listen-max-queue N]
-                       [--close-notice cancelled-then-result|result-only]
-                       [--session-idle-timeout MS] [--session-grace-period MS] [--replay-buffer-size N]
-                       [--redis URL [--node-id ID] [--watch-lease-ttl MS]]
-  mcp-rx-streams listen URL [--tools] [--prompts] [--resources] [--resource URI]... [--token T] [--id ID]`;
+import { DEFAULT_SESSION_OPTIONS } from '../lib/legacy.js';
+import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY } from '../lib/options.js';
+import type { ReferenceFleet, ReferenceServer, ReferenceServerOptions } from './reference/server.js';
 
 /** A command-line mistake: printed as one line, exit code 2. */
 class UsageError extends Error {}
 
-const integerFlags = {
-  'keep-alive-interval': 'keepAliveInterval',
-  'listen-idle-timeout': 'listenIdleTimeout',
-  'max-stream-lifetime': 'maxStreamLifetime',
-  'max-listens-per-principal': 'maxListensPerPrincipal',
-  'max-streams': 'maxStreams',
-  'listen-max-queue': 'listenMaxQueue',
-  'session-idle-timeout': 'sessionIdleTimeout',
-  'session-grace-period': 'sessionGracePeriod',
-  'replay-buffer-size': 'replayBufferSize',
-  'watch-lease-ttl': 'watchLeaseTtl',
-} as const;
+/** A failure after the command started: printed as one line, exit code 1. */
+class RunError extends Error {}
 
-function positive(flag: string, value: string): number {
-  if (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`--${flag} must be a positive integer, got ${JSON.stringify(value)}`);
-  }
-  return Number(value);
+/** One flag of a command: everything `--help` prints and everything needed to read it. */
+interface Flag {
+  /** Without the leading `--`. */
+  readonly name: string;
+  /** What the value is, as `--help` shows it (`MS`, `N`, `URL`…); absent for a switch. */
+  readonly value?: string;
+  /** The value's unit (`milliseconds`, `bytes`…), shown in `--help`. */
+  readonly unit?: string;
+  /** The default, as `--help` shows it; absent when there is none. */
+  readonly default?: string;
+  readonly description: string;
+  /** Checks the text given and converts it; throws a UsageError naming the flag. Absent for a switch or free text. */
+  readonly parse?: (text: string, flag: string) => unknown;
+  /** A one-letter alias (`-h`). */
+  readonly short?: string;
+  /** May be given several times (the values are collected in order). */
+  readonly multiple?: boolean;
+  /** The option of `startReferenceServer` (or the command) it sets; defaults to the camel-cased name. */
+  readonly option?: string;
 }
 
-async function serve(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      dir: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'token-secret': { type: 'string' },
-      'close-notice': { type: 'string' },
-      redis: { type: 'string' },
-      'node-id': { type: 'string' },
-      ...Object.fromEntries(Object.keys(integerFlags).map((flag) => [flag, { type: 'string' as const }])),
-    },
+const MIB = 1_048_576;
+
+function integer(min: number, max: number, unit: string): (text: string, flag: string) => number {
+  return (text, flag) => {
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new UsageError(`--${flag} must be an integer from ${min} to ${max} (${unit}), got ${JSON.stringify(text)}`);
+    }
+    return value;
+  };
+}
+
+const milliseconds = (min = 1) => integer(min, MAX_TIMER_DELAY, 'milliseconds');
+const count = integer(1, Number.MAX_SAFE_INTEGER, 'a count');
+const bytes = integer(1, Number.MAX_SAFE_INTEGER, 'bytes');
+const port = integer(0, 65_535, 'a TCP port; 0 picks a free one');
+
+function oneOf(...values: string[]): (text: string, flag: string) => string {
+  return (text, flag) => {
+    if (!values.includes(text)) throw new UsageError(`--${flag} must be ${values.join(' or ')}, got ${JSON.stringify(text)}`);
+    return text;
+  };
+}
+
+function nonEmpty(text: string, flag: string): string {
+  if (text === '') throw new UsageError(`--${flag} must not be empty`);
+  return text;
+}
+
+function redisUrl(text: string, flag: string): string {
+  if (!/^rediss?:\/\//.test(text)) throw new UsageError(`--${flag} must be a redis:// or rediss:// URL, got ${JSON.stringify(redactedUrl(text))}`);
+  return text;
+}
+
+function nodeId(text: string, flag: string): string {
+  if (text === '' || /[\s:]/.test(text)) throw new UsageError(`--${flag} must be a non-empty name without whitespace or ":", got ${JSON.stringify(text)}`);
+  return text;
+}
+
+const HELP: Flag = { name: 'help', short: 'h', description: 'print this help and exit' };
+
+const SERVE_FLAGS: readonly Flag[] = [
+  { name: 'dir', value: 'DIR', default: './demo-data', description: 'directory served as MCP resources (files under private/ need the private scope); must exist unless --demo', parse: nonEmpty },
+  { name: 'demo', description: 'create --dir with sample files when it does not exist' },
+  { name: 'port', value: 'N', unit: 'TCP port, 0 = any free one', default: '3000', description: 'port to listen on', parse: port },
+  { name: 'host', value: 'HOST', default: '127.0.0.1', description: 'interface to bind; on a loopback address foreign Host/Origin headers get 403', parse: nonEmpty },
+  {
+    name: 'token-secret',
+    value: 'SECRET',
+    default: 'none (no authentication)',
+    description: 'require Authorization: Bearer <HS256 JWT> signed with SECRET: sub (required) is the principal, exp ends its streams, scope "private" grants private/',
+    parse: nonEmpty,
+  },
+  { name: 'max-read-bytes', value: 'BYTES', unit: 'bytes', default: `${8 * MIB} (8 MiB)`, description: 'largest file resources/read returns; larger ones get a JSON-RPC error', parse: bytes },
+  { name: 'keep-alive-interval', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_LISTEN_OPTIONS.keepAliveInterval), description: 'time between ":" keep-alive comments on a stream', parse: milliseconds() },
+  { name: 'listen-idle-timeout', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_LISTEN_OPTIONS.listenIdleTimeout), description: 'a listen stream without a notification for this long is closed (idle_timeout)', parse: milliseconds() },
+  { name: 'max-stream-lifetime', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_LISTEN_OPTIONS.maxStreamLifetime), description: 'any stream (listen or legacy GET) is closed after this long (max_lifetime)', parse: milliseconds() },
+  { name: 'listen-max-queue', value: 'N', unit: 'notifications', default: String(DEFAULT_LISTEN_OPTIONS.listenMaxQueue), description: 'notifications held for a slow client; beyond it new ones are dropped (identical ones coalesce)', parse: count },
+  { name: 'listen-max-queue-bytes', value: 'BYTES', unit: 'bytes', default: `${DEFAULT_LISTEN_OPTIONS.listenMaxQueueBytes} (1 MiB)`, description: 'bytes of frames held for a slow client; beyond it new notifications are dropped', parse: bytes },
+  {
+    name: 'close-notice',
+    value: 'MODE',
+    default: DEFAULT_LISTEN_OPTIONS.closeNotice,
+    description: 'on a server-side close send notifications/cancelled then the result, or the result only (cancelled-then-result | result-only)',
+    parse: oneOf('cancelled-then-result', 'result-only'),
+  },
+  { name: 'max-listens-per-principal', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxListensPerPrincipal), description: "one principal's listen streams; a new one beyond it supersedes the oldest", parse: count },
+  { name: 'max-streams', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxStreams), description: 'open streams server-wide; beyond it a new one gets HTTP 503', parse: count },
+  { name: 'max-body-bytes', value: 'BYTES', unit: 'bytes', default: `${MIB} (1 MiB)`, description: 'largest request body; larger ones get HTTP 413', parse: bytes },
+  { name: 'body-timeout', value: 'MS', unit: 'milliseconds', default: '10000', description: 'time a request body may take to arrive; slower ones get HTTP 408', parse: milliseconds() },
+  { name: 'session-idle-timeout', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.sessionIdleTimeout), description: 'a legacy session without a request or a live GET stream for this long is evicted', parse: milliseconds() },
+  { name: 'session-grace-period', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.sessionGracePeriod), description: "after a dropped GET stream, how long the session's subscriptions keep filling its replay buffer", parse: milliseconds() },
+  { name: 'replay-buffer-size', value: 'N', unit: 'frames', default: String(DEFAULT_SESSION_OPTIONS.replayBufferSize), description: 'frames kept per legacy session for Last-Event-ID; beyond it the oldest are forgotten', parse: count },
+  { name: 'max-sessions', value: 'N', unit: 'sessions', default: String(DEFAULT_SESSION_OPTIONS.maxSessions), description: 'legacy sessions held; an initialize beyond it gets HTTP 503', parse: count },
+  { name: 'max-subscriptions-per-session', value: 'N', unit: 'URIs', default: String(DEFAULT_SESSION_OPTIONS.maxSubscriptionsPerSession), description: 'resources/subscribe URIs per legacy session; beyond it -32602', parse: count },
+  { name: 'redis', value: 'URL', default: 'none (one process)', description: 'run as one node of a fleet sharing this Redis (redis:// or rediss://); see docs/fleet.md', parse: redisUrl },
+  { name: 'node-id', value: 'ID', default: 'a random UUID', description: "this node's name in the fleet (no whitespace, no \":\"); only with --redis", parse: nodeId },
+  { name: 'watch-lease-ttl', value: 'MS', unit: 'milliseconds', default: '5000', description: 'how long the folder-watch lease outlives its holder; only with --redis', parse: milliseconds(30) },
+  { name: 'redis-timeout', value: 'MS', unit: 'milliseconds', default: 'none (wait for ever)', description: 'give up with exit code 1 when Redis has not answered for this long after start; only with --redis', parse: milliseconds() },
+  { name: 'metrics-port', value: 'N', unit: 'TCP port, 0 = any free one', default: 'off', description: 'serve Prometheus metrics on http://HOST:N/metrics (needs the prom-client package)', parse: port },
+  HELP,
+];
+
+const LISTEN_FLAGS: readonly Flag[] = [
+  { name: 'tools', description: 'hear notifications/tools/list_changed' },
+  { name: 'prompts', description: 'hear notifications/prompts/list_changed' },
+  { name: 'resources', description: 'hear notifications/resources/list_changed' },
+  { name: 'resource', value: 'URI', multiple: true, description: 'hear notifications/resources/updated for URI (repeat for several)', parse: nonEmpty },
+  { name: 'token', value: 'TOKEN', default: 'none', description: 'send Authorization: Bearer TOKEN', parse: nonEmpty },
+  { name: 'id', value: 'ID', default: '1', description: 'the listen request id (digits are sent as a number)', parse: nonEmpty },
+  HELP,
+];
+
+const COMMANDS = {
+  serve: {
+    usage: 'mcp-rx-streams serve [flags]',
+    summary: 'Runs the reference MCP server: a directory served as resources, its changes pushed to subscriptions/listen streams and legacy GET streams.',
+    flags: SERVE_FLAGS,
+  },
+  listen: {
+    usage: 'mcp-rx-streams listen URL [flags]',
+    summary: 'Opens a subscriptions/listen stream on the MCP endpoint URL and prints each notification as one JSON line until Ctrl-C.',
+    flags: LISTEN_FLAGS,
+  },
+} as const;
+
+type Command = keyof typeof COMMANDS;
+
+/** The `--help` text of `command`, generated from its flag table. */
+function helpText(command: Command): string {
+  const { usage, summary, flags } = COMMANDS[command];
+  const left = flags.map((flag) => `${flag.short === undefined ? '' : `-${flag.short}, `}--${flag.name}${flag.value === undefined ? '' : ` ${flag.value}`}`);
+  const width = Math.max(...left.map((text) => text.length)) + 2;
+  const lines = flags.map((flag, i) => {
+    const notes = [flag.unit, flag.default === undefined ? undefined : `default: ${flag.default}`].filter(Boolean);
+    return `  ${left[i]!.padEnd(width)}${flag.description}${notes.length === 0 ? '' : ` [${notes.join('; ')}]`}`;
   });
-  const options: Record<string, unknown> = { dir: values.dir ?? './demo-data', host: values.host ?? '127.0.0.1' };
-  if (values.port !== undefined) {
-    if (!/^\d+$/.test(values.port) || Number(values.port) > 65_535) throw new UsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
-    options.port = Number(values.port);
-  } else options.port = 3000;
-  for (const [flag, option] of Object.entries(integerFlags)) {
-    const value = (values as Record<string, string | undefined>)[flag];
-    if (value !== undefined) options[option] = positive(flag, value);
-  }
-  const closeNotice = values['close-notice'];
-  if (closeNotice !== undefined) {
-    if (closeNotice !== 'cancelled-then-result' && closeNotice !== 'result-only') {
-      throw new UsageError(`--close-notice must be cancelled-then-result or result-only, got ${JSON.stringify(closeNotice)}`);
+  return `usage: ${usage}\n\n${summary}\n\nflags:\n${lines.join('\n')}\n`;
+}
+
+const TOP_HELP = `usage:
+  mcp-rx-streams serve [flags]      run the reference server (mcp-rx-streams serve --help)
+  mcp-rx-streams listen URL [flags] watch a server's change notifications (mcp-rx-streams listen --help)
+`;
+
+/** Reads `argv` with the table: the validated values by flag name, and the positionals. */
+function read(command: Command, argv: string[]): { values: Map<string, unknown>; positionals: string[] } {
+  const { flags } = COMMANDS[command];
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: command === 'listen',
+      options: Object.fromEntries(
+        flags.map((flag) => [flag.name, { type: flag.value === undefined ? ('boolean' as const) : ('string' as const), multiple: flag.multiple === true, ...(flag.short === undefined ? {} : { short: flag.short }) }]),
+      ),
+    });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const message = (error as Error).message;
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const flag = /'([^']+)'/.exec(message)?.[1] ?? message;
+      throw new UsageError(`unknown flag ${flag} for ${command}; see mcp-rx-streams ${command} --help`);
     }
-    options.closeNotice = closeNotice satisfies CloseNoticeMode;
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError(`${command} takes no arguments besides flags; see mcp-rx-streams ${command} --help`);
+    throw new UsageError(message.split('\n')[0]!);
   }
-  if (values['token-secret'] !== undefined) {
-    if (values['token-secret'] === '') throw new UsageError('--token-secret must not be empty');
-    options.tokenSecret = values['token-secret'];
+  const values = new Map<string, unknown>();
+  for (const flag of flags) {
+    const given = (parsed.values as Record<string, string | boolean | (string | boolean)[] | undefined>)[flag.name];
+    if (given === undefined) continue;
+    const parse = (text: string | boolean) => (flag.parse === undefined || typeof text === 'boolean' ? text : flag.parse(text, flag.name));
+    values.set(flag.name, Array.isArray(given) ? given.map(parse) : parse(given));
   }
-  if (values.redis !== undefined) {
-    if (!/^rediss?:\/\//.test(values.redis)) throw new UsageError(`--redis must be a redis:// or rediss:// URL, got ${JSON.stringify(redactedUrl(values.redis))}`);
-    options.redis = values.redis;
-    if (values['node-id'] !== undefined) options.nodeId = values['node-id'];
-    if (typeof options.watchLeaseTtl === 'number' && options.watchLeaseTtl < 30) {
-      throw new UsageError(`--watch-lease-ttl must be at least 30 (milliseconds), got ${options.watchLeaseTtl}`);
-    }
-  } else if (values['node-id'] !== undefined || options.watchLeaseTtl !== undefined) {
-    throw new UsageError(`--${values['node-id'] === undefined ? 'watch-lease-ttl' : 'node-id'} needs --redis URL`);
+  return { values, positionals: parsed.positionals };
+}
+
+const camel = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
+/** Flags that are the command's own, not options of `startReferenceServer`. */
+const CLI_ONLY = new Set(['demo', 'redis-timeout', 'metrics-port', 'help']);
+const FLEET_ONLY = ['node-id', 'watch-lease-ttl', 'redis-timeout'];
+
+async function serve(argv: string[]): Promise<void> {
+  const { values } = read('serve', argv);
+  if (values.get('help') === true) return void process.stdout.write(helpText('serve'));
+  const options: Record<string, unknown> = { dir: './demo-data', host: '127.0.0.1', port: 3000 };
+  for (const flag of SERVE_FLAGS) {
+    if (values.has(flag.name) && !CLI_ONLY.has(flag.name)) options[flag.option ?? camel(flag.name)] = values.get(flag.name);
   }
+  const redis = values.get('redis') as string | undefined;
+  if (redis === undefined) {
+    const orphan = FLEET_ONLY.find((name) => values.has(name));
+    if (orphan !== undefined) throw new UsageError(`--${orphan} needs --redis URL`);
+  }
+  const dir = path.resolve(options.dir as string);
+  const found = await stat(dir).catch(() => undefined);
+  if (found === undefined && values.get('demo') !== true) {
+    throw new UsageError(`--dir ${options.dir as string} does not exist; create it, or add --demo to create it with sample files`);
+  }
+  if (found !== undefined && !found.isDirectory()) throw new UsageError(`--dir ${options.dir as string} is not a directory`);
+  // With --redis the server starts at once and the fleet connects in the background.
+  if (redis !== undefined) options.redisConnectTimeout = 0;
+
+  const { startReferenceServer } = await import('./reference/server.js');
   const server = await startReferenceServer(options as ReferenceServerOptions);
-  process.stdout.write(`mcp-rx-streams listening on ${server.url}\n`);
-  if (server.fleet !== undefined) reportFleet(server.fleet, values.redis!);
-  const stop = () => {
-    server.close().then(
-      () => process.exit(0),
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  say(`mcp-rx-streams listening on ${server.url}`);
+  const closers: (() => Promise<void>)[] = [() => server.close()];
+  let stopping = false;
+  const stop = (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    Promise.all(closers.map((close) => close())).then(
+      () => process.exit(code),
       () => process.exit(1),
     );
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.once('SIGINT', () => stop(0));
+  process.once('SIGTERM', () => stop(0));
+
+  const metricsPort = values.get('metrics-port') as number | undefined;
+  if (metricsPort !== undefined) {
+    try {
+      const metrics = await serveMetrics(server, options.host as string, metricsPort);
+      closers.push(metrics.close);
+      say(`metrics on ${metrics.url}`);
+    } catch (error) {
+      await server.close();
+      throw error;
+    }
+  }
+  if (server.fleet !== undefined) {
+    reportFleet(server.fleet, redis!, values.get('redis-timeout') as number | undefined, (message) => {
+      process.stderr.write(`mcp-rx-streams: ${message}\n`);
+      stop(1);
+    });
+  }
 }
 
 /**
- * One stdout line per fleet transition: the watch lease moving, Redis lost and back (with the
- * running totals of hub events that waited in the bus's outbox, that never reached Redis, and of
- * resyncs), and each resync of this node's streams (with its reason).
+ * Says on stdout that the node waits for Redis (at once), when the fleet is up, and every
+ * transition after: the watch lease moving, Redis lost and back (with the running totals of hub
+ * events that waited in the bus's outbox, that never reached Redis, and of resyncs), and each
+ * resync of this node's streams (with its reason). Calls `giveUp` when Redis has not answered within
+ * `timeout` milliseconds of the start.
  */
-function reportFleet(fleet: ReferenceFleet, redis: string): void {
+function reportFleet(fleet: ReferenceFleet, redis: string, timeout: number | undefined, giveUp: (message: string) => void): void {
   const say = (line: string) => process.stdout.write(`fleet: ${line}\n`);
-  say(`node ${fleet.nodeId} on ${redactedUrl(redis)}`);
+  const where = redactedUrl(redis);
+  const started = Date.now();
+  say(`node ${fleet.nodeId} on ${where}`);
+  if (!fleet.sessionBus.connected) say(`waiting for Redis at ${where} (local streams are served meanwhile)`);
+  const waiting = setInterval(() => say(`still waiting for Redis at ${where} (${Math.round((Date.now() - started) / 1000)} s)`), 10_000).unref();
+  const deadline =
+    timeout === undefined
+      ? undefined
+      : setTimeout(() => giveUp(`Redis at ${where} did not answer within ${timeout} ms (--redis-timeout); is it running?`), timeout).unref();
+  Promise.all([fleet.bus.ready(), fleet.sessionStore.ready(), fleet.eventLog.ready(), fleet.sessionBus.ready()]).then(() => {
+    clearInterval(waiting);
+    clearTimeout(deadline);
+    say(`up: Redis at ${where} answered after ${Date.now() - started} ms`);
+  }, (error: unknown) => giveUp(`the fleet could not start on ${where}: ${error instanceof Error ? error.message : String(error)}`));
   fleet.lease.held$.subscribe((held) => say(held ? 'watch lease held' : 'watch lease not held'));
+  let heard = false;
   fleet.sessionBus.connected$.subscribe((connected) => {
+    // Before the first connection, "redis down" would only repeat the waiting line.
+    if (connected) heard = true;
+    else if (!heard) return;
     const { queued, unrelayed, resyncs } = fleet.bus.stats;
     say(connected ? `redis up (queued ${queued}, unrelayed ${unrelayed}, resyncs ${resyncs})` : 'redis down');
   });
   fleet.bus.resync$.subscribe(({ reason, resyncs }) => say(`resync (${reason}): every stream told to re-read (resyncs ${resyncs})`));
 }
 
-async function watch(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: true,
-    options: {
-      tools: { type: 'boolean' },
-      prompts: { type: 'boolean' },
-      resources: { type: 'boolean' },
-      resource: { type: 'string', multiple: true },
-      token: { type: 'string' },
-      id: { type: 'string' },
-    },
+/** Serves the endpoint's Prometheus metrics on `http://host:port/metrics`, with prom-client's process metrics. */
+async function serveMetrics(server: ReferenceServer, host: string, port: number): Promise<{ url: string; close: () => Promise<void> }> {
+  const { collectMetrics } = await import('./metrics/index.js');
+  const { requirePeer } = await import('./peer.js');
+  const prom = requirePeer<typeof import('prom-client')>('prom-client', 'serve --metrics-port');
+  const registry = new prom.Registry();
+  prom.collectDefaultMetrics({ register: registry });
+  const bridge = collectMetrics(registry, server.endpoint);
+  const http_ = http.createServer((req, res) => {
+    if ((req.url ?? '/').split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (error: unknown) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${String(error)}\n`),
+    );
   });
+  await new Promise<void>((resolve, reject) => {
+    http_.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new RunError(`--metrics-port ${port}: cannot listen on ${host}:${port} (${error.code ?? error.message})`)),
+    );
+    http_.listen(port, host, () => resolve());
+  });
+  const address = http_.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        bridge.close();
+        http_.close(() => resolve());
+        http_.closeAllConnections();
+      }),
+  };
+}
+
+async function watch(argv: string[]): Promise<void> {
+  const { values, positionals } = read('listen', argv);
+  if (values.get('help') === true) return void process.stdout.write(helpText('listen'));
   if (positionals.length !== 1) throw new UsageError('listen needs exactly one URL, e.g. mcp-rx-streams listen http://127.0.0.1:3000/mcp --resources');
   let url: URL;
   try {
@@ -135,13 +346,17 @@ async function watch(argv: string[]): Promise<void> {
     throw new UsageError(`listen URL is not a valid URL: ${JSON.stringify(positionals[0])}`);
   }
   const notifications: Record<string, unknown> = {};
-  if (values.tools) notifications.toolsListChanged = true;
-  if (values.prompts) notifications.promptsListChanged = true;
-  if (values.resources) notifications.resourcesListChanged = true;
-  if (values.resource !== undefined) notifications.resourceSubscriptions = values.resource;
-  const id = values.id === undefined ? 1 : /^\d+$/.test(values.id) ? Number(values.id) : values.id;
+  if (values.get('tools') === true) notifications.toolsListChanged = true;
+  if (values.get('prompts') === true) notifications.promptsListChanged = true;
+  if (values.get('resources') === true) notifications.resourcesListChanged = true;
+  if (values.has('resource')) notifications.resourceSubscriptions = values.get('resource');
+  const given = values.get('id') as string | undefined;
+  const id = given === undefined ? 1 : /^\d+$/.test(given) ? Number(given) : given;
+  const token = values.get('token') as string | undefined;
+  // The client (undici) is loaded only by this command.
+  const { listen } = await import('./client.js');
   await new Promise<void>((resolve, reject) => {
-    const subscription = listen({ url, id, notifications, ...(values.token === undefined ? {} : { token: values.token }) }).subscribe({
+    const subscription = listen({ url, id, notifications, ...(token === undefined ? {} : { token }) }).subscribe({
       next: (message) => {
         if ('method' in message) process.stdout.write(`${JSON.stringify(message)}\n`);
       },
@@ -155,12 +370,19 @@ async function watch(argv: string[]): Promise<void> {
   });
 }
 
+/** The URL without its password, for messages. */
+function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return 'the given URL';
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (rest.includes('--help') || rest.includes('-h')) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
   switch (command) {
     case 'serve':
       return serve(rest);
@@ -169,22 +391,16 @@ async function main(argv: string[]): Promise<void> {
     case undefined:
     case '-h':
     case '--help':
-      process.stdout.write(`${USAGE}\n`);
+    case 'help':
+      process.stdout.write(TOP_HELP);
       return;
     default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)}; use serve or listen`);
+      throw new UsageError(`unknown command ${JSON.stringify(command)}; use serve or listen (mcp-rx-streams --help)`);
   }
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError || error instanceof InvalidOptionError || (error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS')) {
-    process.stderr.write(`mcp-rx-streams: ${(error as Error).message}\n`);
-    process.exit(2);
-  }
-  if (error instanceof ListenClientError) {
-    process.stderr.write(`mcp-rx-streams: ${error.message}\n`);
-    process.exit(1);
-  }
-  process.stderr.write(`mcp-rx-streams: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`mcp-rx-streams: ${message}\n`);
+  process.exit(error instanceof UsageError || error instanceof InvalidOptionError ? 2 : 1);
 });

@@ -138,7 +138,7 @@ function cli(args: string[]) {
 
 test('the CLI prints exactly one ready line, and SIGTERM closes streams with closing frames and exits 0', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-'));
-  const run = cli(['serve', '--port', '0', '--dir', path.join(dir, 'data'), '--keep-alive-interval', '60000']);
+  const run = cli(['serve', '--port', '0', '--dir', path.join(dir, 'data'), '--demo', '--keep-alive-interval', '60000']);
   try {
     await waitFor(() => run.out().includes('\n'), 8000);
     const lines = run.out().split('\n').filter(Boolean);

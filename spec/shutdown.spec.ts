@@ -54,7 +54,7 @@ test(`SIGTERM with ${STREAMS} open listen streams: each gets its closing frames,
   const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-shutdown-'));
   const child = spawn(
     process.execPath,
-    [CLI, 'serve', '--port', '0', '--dir', path.join(root, 'data'), '--max-streams', String(STREAMS), '--max-listens-per-principal', String(STREAMS)],
+    [CLI, 'serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', '--max-streams', String(STREAMS), '--max-listens-per-principal', String(STREAMS)],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';

@@ -52,6 +52,12 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
    * When the holder dies another node publishes the folder's changes after about 4/3 of it. Only with `redis`.
    */
   readonly watchLeaseTtl?: number;
+  /**
+   * Milliseconds `startReferenceServer` waits for Redis before it fails; `0` starts at once and the
+   * fleet connects in the background (local streams are served meanwhile, the `ready()` of the
+   * fleet's parts settle when Redis answers). Defaults to 10 000. Only with `redis`.
+   */
+  readonly redisConnectTimeout?: number;
 }
 
 /** The Redis parts of a reference server running as a fleet node (`redis` option). */
@@ -112,7 +118,7 @@ export interface ReferenceServer {
  * @param options see {@link ReferenceServerOptions}.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, ...limits } = options;
+  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, ...limits } = options;
   if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
     throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
   }
@@ -129,7 +135,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   });
   let fleet: Fleet | undefined;
   try {
-    fleet = redis === undefined ? undefined : await openFleet(redis, nodeId ?? randomUUID(), watchLeaseTtl, files.root, limits);
+    fleet = redis === undefined ? undefined : await openFleet(redis, nodeId ?? randomUUID(), watchLeaseTtl, files.root, limits, redisConnectTimeout ?? REDIS_CONNECT_TIMEOUT);
   } catch (error) {
     files.close();
     throw error;
@@ -237,6 +243,7 @@ async function openFleet(
   watchLeaseTtl: number | undefined,
   root: string,
   limits: Partial<SessionOptions> & Partial<StreamLimits>,
+  connectTimeout: number,
 ): Promise<Fleet> {
   // Checked here first, so that a bad value is reported under its own name, not a derived one.
   const { sessionIdleTimeout, sessionPruneInterval, replayBufferSize } = resolveSessionOptions(limits);
@@ -254,11 +261,13 @@ async function openFleet(
     const sessionStore = open(new RedisSessionStore({ redis, ttl }));
     const eventLog = open(redisEventLogs({ redis, ttl, capacity: replayBufferSize }));
     const sessionBus = open(new RedisSessionBus({ redis, nodeId }));
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis at ${redactedUrl(redis)} did not answer within ${REDIS_CONNECT_TIMEOUT} ms; is it running?`)), REDIS_CONNECT_TIMEOUT);
-    });
-    await Promise.race([Promise.all([bus.ready(), sessionStore.ready(), eventLog.ready(), sessionBus.ready()]), timeout]).finally(() => clearTimeout(timer));
+    if (connectTimeout > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`Redis at ${redactedUrl(redis)} did not answer within ${connectTimeout} ms; is it running?`)), connectTimeout);
+      });
+      await Promise.race([Promise.all([bus.ready(), sessionStore.ready(), eventLog.ready(), sessionBus.ready()]), timeout]).finally(() => clearTimeout(timer));
+    }
     const members = { nodeId, bus, lease, principals, sessionStore, eventLog, sessionBus };
     let carrying = false;
     sessionBus.connected$.subscribe((connected) => (carrying = !connected && (carrying || lease.held)));

@@ -1,0 +1,140 @@
+// The `mcp-rx-streams/metrics` entry: an endpoint's counts and the library's diagnostics channels
+// as Prometheus metrics, through prom-client (an optional peer dependency).
+import diagnostics_channel from 'node:diagnostics_channel';
+import type { Counter, Gauge, Registry } from 'prom-client';
+import type { McpEndpoint } from '../../lib/endpoint.js';
+import { channels, type DropEvent, type ErrorEvent, type StopEvent } from '../../lib/telemetry.js';
+import { requirePeer } from '../peer.js';
+import { redisChannels, type ConnectionEvent, type UnrelayedEvent } from '../redis/telemetry.js';
+
+export { MissingPeerDependencyError } from '../peer.js';
+
+/** Options of {@link collectMetrics}. */
+export interface MetricsOptions {
+  /** Prepended to every metric name; defaults to `mcp_rx_`. */
+  readonly prefix?: string;
+}
+
+/** What {@link collectMetrics} returns. */
+export interface MetricsBridge {
+  /** The names of the metrics registered, prefix included. */
+  readonly names: readonly string[];
+  /** Stops counting (unsubscribes from the channels) and removes the metrics from the registry. Idempotent. */
+  close(): void;
+}
+
+type PromClient = typeof import('prom-client');
+
+/**
+ * Registers an endpoint's metrics on a prom-client `Registry`: counts read from `endpoint.stats`
+ * at each scrape, and counters fed by the library's `node:diagnostics_channel` channels.
+ *
+ * Registered (with the default prefix `mcp_rx_`):
+ * - `mcp_rx_streams_open{era}` gauge: open streams, `era` = `modern` (`subscriptions/listen`) or
+ *   `legacy` (a session's `GET` stream);
+ * - `mcp_rx_stream_closes_total{reason}` counter: listen streams ended, by reason (`client_closed`,
+ *   `max_lifetime`, `token_expired`, `idle_timeout`, `superseded`, `shutdown`, `error`);
+ * - `mcp_rx_notifications_dropped_total{topic}` counter: notifications skipped for a slow consumer;
+ * - `mcp_rx_dropped_queue_bytes` gauge: bytes a stream held when it last had to drop one;
+ * - `mcp_rx_sessions`, `mcp_rx_session_subscriptions`, `mcp_rx_slots_in_use`, `mcp_rx_principals` gauges;
+ * - `mcp_rx_errors_total{where}` counter: isolated failures (`hub`, `source`, `endpoint`);
+ * - `mcp_rx_redis_unrelayed_events_total{topic,reason}` counter: hub events a Redis bus could not relay;
+ * - `mcp_rx_redis_connection_up{component,role}` gauge: 1 while that Redis connection is ready.
+ *
+ * The channel-fed metrics count every endpoint of the process (the channels are process-wide), so
+ * use one bridge per process; `era="modern"` is the listen streams opened minus those stopped since
+ * the bridge was created, which is exact when it is created before the endpoint serves.
+ *
+ * @example
+ * import { Registry } from 'prom-client';
+ * import { collectMetrics } from 'mcp-rx-streams/metrics';
+ * const registry = new Registry();
+ * collectMetrics(registry, endpoint);
+ * http.createServer(async (req, res) => res.setHeader('Content-Type', registry.contentType).end(await registry.metrics()));
+ * @param registry the prom-client registry to register on (prom-client's global `register` works too).
+ * @param endpoint the endpoint whose `stats` are read at each scrape.
+ * @param options see {@link MetricsOptions}.
+ * @throws MissingPeerDependencyError when prom-client is not installed.
+ */
+export function collectMetrics(registry: Registry, endpoint: McpEndpoint, options: MetricsOptions = {}): MetricsBridge {
+  const prom = requirePeer<PromClient>('prom-client', 'mcp-rx-streams/metrics');
+  const prefix = options.prefix ?? 'mcp_rx_';
+  if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) throw new TypeError(`prefix must match [a-zA-Z_:][a-zA-Z0-9_:]*, got ${JSON.stringify(prefix)}`);
+  const names: string[] = [];
+  const registers = [registry];
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], collect?: (this: Gauge<L>) => void): Gauge<L> => {
+    names.push(prefix + name);
+    return new prom.Gauge({ name: prefix + name, help, labelNames, registers, ...(collect === undefined ? {} : { collect }) });
+  };
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> => {
+    names.push(prefix + name);
+    return new prom.Counter({ name: prefix + name, help, labelNames, registers });
+  };
+
+  let modernOpen = 0;
+  gauge('streams_open', 'Open streams: era="modern" for subscriptions/listen, era="legacy" for a session\'s GET stream.', ['era'], function () {
+    const { streams } = endpoint.stats;
+    const modern = Math.min(Math.max(modernOpen, 0), streams);
+    this.set({ era: 'modern' }, modern);
+    this.set({ era: 'legacy' }, streams - modern);
+  });
+  const stats = (name: string, help: string, read: (stats: McpEndpoint['stats']) => number) =>
+    gauge(name, help, [], function () {
+      this.set(read(endpoint.stats));
+    });
+  stats('sessions', 'Legacy sessions held on this node.', (s) => s.sessions);
+  stats('session_subscriptions', 'Live change-source subscriptions of legacy sessions.', (s) => s.sessionSubscriptions);
+  stats('slots_in_use', 'Stream slots held in the server-wide pool (maxStreams).', (s) => s.slots);
+  stats('principals', 'Principals with at least one live listen stream.', (s) => s.principals);
+  const closes = counter('stream_closes_total', 'Listen streams ended, by reason.', ['reason']);
+  const drops = counter('notifications_dropped_total', 'Notifications skipped because a slow consumer\'s queue was full.', ['topic']);
+  const dropBytes = gauge('dropped_queue_bytes', 'Bytes of frames a stream held when it last had to drop a notification.', []);
+  const errors = counter('errors_total', 'Failures of a subscriber or change source that delivery went on without.', ['where']);
+  const unrelayed = counter('redis_unrelayed_events_total', 'Hub events a Redis bus could not relay to the other nodes.', ['topic', 'reason']);
+  const redisUp = gauge('redis_connection_up', '1 while the Redis connection is ready, 0 after it was lost.', ['component', 'role']);
+
+  const subscriptions: [diagnostics_channel.Channel, (message: unknown) => void][] = [
+    [channels.start, () => void modernOpen++],
+    [
+      channels.stop,
+      (message) => {
+        modernOpen--;
+        closes.inc({ reason: (message as StopEvent).reason });
+      },
+    ],
+    [
+      channels.drop,
+      (message) => {
+        const event = message as DropEvent;
+        drops.inc({ topic: event.topic });
+        dropBytes.set(event.queueBytes);
+      },
+    ],
+    [channels.error, (message) => errors.inc({ where: (message as ErrorEvent).where })],
+    [
+      redisChannels.unrelayed,
+      (message) => {
+        const event = message as UnrelayedEvent;
+        unrelayed.inc({ topic: event.topic, reason: event.reason });
+      },
+    ],
+    [
+      redisChannels.connection,
+      (message) => {
+        const event = message as ConnectionEvent;
+        redisUp.set({ component: event.component, role: event.role }, event.status === 'ready' ? 1 : 0);
+      },
+    ],
+  ];
+  for (const [channel, listener] of subscriptions) channel.subscribe(listener);
+  let closed = false;
+  return {
+    names,
+    close: () => {
+      if (closed) return;
+      closed = true;
+      for (const [channel, listener] of subscriptions) channel.unsubscribe(listener);
+      for (const name of names) registry.removeSingleMetric(name);
+    },
+  };
+}

@@ -1,0 +1,209 @@
+// The `mcp-rx-streams` command as an operator runs it (`dist/adapters/cli.js`, built by `npm test`
+// before the specs), in child processes: --help generated from the flag table (every flag with a
+// description, unit and default, and every flag it lists accepted), --dir that does not exist
+// refused unless --demo, and --redis waiting for Redis while local streams are served.
+import { strict as assert } from 'node:assert';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import { startRedis } from './helpers/redis.js';
+
+const CLI = fileURLToPath(new URL('../dist/adapters/cli.js', import.meta.url));
+
+interface Run {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  out(): string;
+  err(): string;
+  /** Resolves with the time (ms since spawn) `text` first appeared on stdout; rejects after `ms`. */
+  waitFor(text: string | RegExp, ms?: number): Promise<number>;
+}
+
+function cli(args: string[]): Run {
+  assert.ok(existsSync(CLI), `${CLI} is missing: run npm run build (npm test does)`);
+  const started = Date.now();
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const seen: { test: (text: string) => boolean; resolve: (at: number) => void }[] = [];
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const waiter of [...seen]) {
+      if (waiter.test(stdout)) {
+        seen.splice(seen.indexOf(waiter), 1);
+        waiter.resolve(Date.now() - started);
+      }
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    exited,
+    out: () => stdout,
+    err: () => stderr,
+    waitFor: (text, ms = 10_000) => {
+      const matches = (all: string) => (typeof text === 'string' ? all.includes(text) : text.test(all));
+      if (matches(stdout)) return Promise.resolve(Date.now() - started);
+      return new Promise<number>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${String(text)}; stdout:\n${stdout}\nstderr:\n${stderr}`)), ms);
+        seen.push({
+          test: matches,
+          resolve: (at) => {
+            clearTimeout(timer);
+            resolve(at);
+          },
+        });
+      });
+    },
+  };
+}
+
+/** The `--flag` names of a help text's flag lines. */
+const flagsOf = (help: string) => [...help.matchAll(/^ {2}(?:-\w, )?--([a-z-]+)/gm)].map((match) => match[1]!);
+
+test('serve --help: every flag on one line with a description; value flags with a default, timed ones with their unit', async () => {
+  const run = cli(['serve', '--help']);
+  assert.equal(await run.exited, 0);
+  const help = run.out();
+  const flags = flagsOf(help);
+  for (const expected of ['dir', 'demo', 'port', 'host', 'token-secret', 'keep-alive-interval', 'listen-idle-timeout', 'max-stream-lifetime', 'listen-max-queue', 'listen-max-queue-bytes', 'close-notice', 'max-listens-per-principal', 'max-streams', 'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'metrics-port', 'max-read-bytes']) {
+    assert.ok(flags.includes(expected), `--${expected} missing from serve --help:\n${help}`);
+  }
+  for (const line of help.split('\n').filter((text) => /^ {2}(-\w, )?--/.test(text))) {
+    const [, flag, value, description] = /^ {2}(?:-\w, )?--([a-z-]+)(?: ([A-Z]+))?\s+(.*)$/.exec(line)!;
+    assert.ok(description!.length > 10, `--${flag} has no description: ${line}`);
+    if (value !== undefined) assert.match(line, /default: /, `--${flag} shows no default: ${line}`);
+    if (value === 'MS') assert.match(line, /\[milliseconds; default: /, `--${flag} shows no unit: ${line}`);
+    if (value === 'BYTES') assert.match(line, /\[bytes; default: /, `--${flag} shows no unit: ${line}`);
+  }
+  assert.match(help, /--keep-alive-interval MS +.*\[milliseconds; default: 15000\]/);
+  assert.match(help, /--dir DIR +.*must exist unless --demo \[default: \.\/demo-data\]/);
+});
+
+test('listen --help lists its flags the same way', async () => {
+  const run = cli(['listen', '--help']);
+  assert.equal(await run.exited, 0);
+  assert.deepEqual(flagsOf(run.out()), ['tools', 'prompts', 'resources', 'resource', 'token', 'id', 'help']);
+  assert.match(run.out(), /--id ID +.*\[default: 1\]/);
+});
+
+test('every value flag serve --help lists is read by the parser: a bad value is refused naming that flag, never as unknown', async () => {
+  const help = cli(['serve', '--help']);
+  await help.exited;
+  const valueFlags = [...help.out().matchAll(/^ {2}--([a-z-]+) [A-Z]+/gm)].map((match) => match[1]!);
+  assert.ok(valueFlags.length >= 20, help.out());
+  // The empty string is no valid value for any of them.
+  const runs = valueFlags.map((flag) => [flag, cli(['serve', `--${flag}`, ''])] as const);
+  for (const [flag, run] of runs) {
+    assert.equal(await run.exited, 2, `--${flag}: ${run.err()}`);
+    const lines = run.err().split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, run.err());
+    assert.ok(lines[0]!.startsWith(`mcp-rx-streams: --${flag} `), lines[0]);
+  }
+});
+
+test('an unknown flag: one line saying so and where the flags are, exit code 2', async () => {
+  const run = cli(['serve', '--keep-alive', '5']);
+  assert.equal(await run.exited, 2);
+  assert.equal(run.err(), 'mcp-rx-streams: unknown flag --keep-alive for serve; see mcp-rx-streams serve --help\n');
+});
+
+test('serve --dir that does not exist: exit code 2 naming it, nothing created; with --demo it is created with sample files', async () => {
+  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-dir-'));
+  const dir = path.join(root, 'nested', 'x');
+  try {
+    const refused = cli(['serve', '--port', '0', '--dir', dir]);
+    assert.equal(await refused.exited, 2);
+    assert.equal(refused.err(), `mcp-rx-streams: --dir ${dir} does not exist; create it, or add --demo to create it with sample files\n`);
+    assert.equal(refused.out(), '');
+    assert.equal(existsSync(path.join(root, 'nested')), false);
+
+    const demo = cli(['serve', '--port', '0', '--dir', dir, '--demo']);
+    try {
+      await demo.waitFor(/^mcp-rx-streams listening on http:\/\/127\.0\.0\.1:\d+\/mcp$/m);
+      assert.deepEqual((await readdir(dir)).sort(), ['README.md', 'config.json', 'notes', 'private', 'prompts.json', 'tools.json']);
+    } finally {
+      demo.child.kill('SIGTERM');
+      assert.equal(await demo.exited, 0);
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+/** Opens a listen stream for tools changes and resolves with the status and first frame's text. */
+function listenOnce(url: string): Promise<{ status: number; first: string }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true } } });
+    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'mcp-protocol-version': '2026-07-28' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('\n\n')) {
+          resolve({ status: res.statusCode!, first: text.slice(0, text.indexOf('\n\n')) });
+          req.destroy();
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A loopback port nobody listens on (bound, read, released). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+test('serve --redis with no Redis there: says it waits at once, serves local listen streams meanwhile, --redis-timeout exits 1', async () => {
+  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-redis-'));
+  const redis = `redis://127.0.0.1:${await closedPort()}`;
+  const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', '--redis', redis, '--redis-timeout', '3000']);
+  try {
+    const listening = await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
+    const waiting = await run.waitFor(`fleet: waiting for Redis at ${redis} `);
+    assert.ok(waiting - listening < 1000, `"waiting" came ${waiting - listening} ms after the listening line`);
+    const url = /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!;
+    const { status, first } = await listenOnce(url);
+    assert.equal(status, 200);
+    assert.match(first, /notifications\/subscriptions\/acknowledged/);
+    assert.equal(await run.exited, 1);
+    assert.equal(run.err(), `mcp-rx-streams: Redis at ${redis} did not answer within 3000 ms (--redis-timeout); is it running?\n`);
+    assert.doesNotMatch(run.out(), /fleet: up/);
+  } finally {
+    run.child.kill('SIGKILL');
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('serve --redis: Redis started after the node says the fleet is up, and the node keeps running', async () => {
+  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-redis-'));
+  const redis = await startRedis();
+  await redis.stop();
+  const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', '--redis', redis.url, '--redis-timeout', '60000']);
+  try {
+    await run.waitFor(`fleet: waiting for Redis at ${redis.url} `);
+    await redis.restart();
+    await run.waitFor(new RegExp(`^fleet: up: Redis at ${redis.url} answered after \\d+ ms$`, 'm'), 15_000);
+    await run.waitFor(/^fleet: redis up \(unrelayed \d+, local-only \d+\)$/m);
+    run.child.kill('SIGTERM');
+    assert.equal(await run.exited, 0, run.err());
+  } finally {
+    run.child.kill('SIGKILL');
+    await redis.close();
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test.run();
