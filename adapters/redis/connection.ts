@@ -1,8 +1,14 @@
 // Shared plumbing of the Redis adapters: how a connection is opened and options are checked.
 import { randomUUID } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis as IoRedis, RedisOptions } from 'ioredis';
 import { InvalidOptionError } from '../../lib/errors.js';
+import { requirePeer } from '../peer.js';
 import { reportConnection, type RedisComponent } from './telemetry.js';
+
+// ioredis is an optional peer dependency of the package: loaded here, so that importing
+// `mcp-rx-streams/redis` without it fails with an error naming it and the command to install it.
+const { Redis } = requirePeer<typeof import('ioredis')>('ioredis', 'mcp-rx-streams/redis');
+type Redis = IoRedis;
 
 /** Where Redis is: a `redis://` / `rediss://` URL, or ioredis connection options. */
 export type RedisTarget = string | RedisOptions;
