@@ -34,6 +34,8 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody
  */
 export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
   return (req, res, parsedBody) => {
+    // Taken now: once the request is destroyed (say, a refused body) `req.socket` is null.
+    const socket = req.socket;
     const preParsed = typeof parsedBody === 'function' ? (req as { body?: unknown }).body : (parsedBody ?? (req as { body?: unknown }).body);
     const request: EndpointRequest = {
       method: req.method ?? 'GET',
@@ -41,13 +43,13 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
         const value = req.headers[name];
         return Array.isArray(value) ? value.join(', ') : value;
       },
-      remoteAddress: req.socket.remoteAddress,
+      remoteAddress: socket.remoteAddress,
       body: preParsed !== undefined ? { parsed: preParsed } : req,
     };
     endpoint
       .handle(request)
       .then(
-        (response) => write(response, req.socket, res, endpoint.listenOptions.keepAliveInterval),
+        (response) => write(response, socket, res, endpoint.listenOptions.keepAliveInterval),
         () => res.destroy(),
       )
       // Nothing thrown while answering may reach the process (an unhandled rejection ends it).

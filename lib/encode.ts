@@ -142,7 +142,8 @@ const LINE_BREAK = /\r\n|\r|\n/;
 /**
  * Encodes a frame as SSE text exactly as DESIGN M5/L7 require:
  * `event: message\n`, `id: N\n` when the frame has an event id, `data: <json>\n`, blank line;
- * a comment is `:` + text + `\r\n` (the keep-alive is `:\r\n`).
+ * a comment is `:` + text + `\r\n` (the keep-alive is `:\r\n`); a priming frame is
+ * `id: N\nretry: R\ndata:\n\n` (DESIGN L7).
  *
  * @example
  * encodeFrame(KEEP_ALIVE) // ':\r\n'
@@ -153,10 +154,18 @@ export function encodeFrame(frame: Frame): string {
     if (frame.text === '') return KEEP_ALIVE_TEXT;
     return frame.text.split(LINE_BREAK).map((line) => `:${line}\r\n`).join('');
   }
+  if (frame.type === 'prime') return encodePriming(frame.eventId, frame.retry);
   const json = messageJson(frame);
   if (frame.eventId === undefined) return `event: message\ndata: ${json}\n\n`;
   if (CR_OR_LF.test(frame.eventId)) throw new FrameEncodingError('id', frame.eventId);
   return `event: message\nid: ${frame.eventId}\ndata: ${json}\n\n`;
+}
+
+function encodePriming(eventId: string | undefined, retry: number): string {
+  if (!Number.isInteger(retry) || retry < 0) throw new FrameEncodingError('retry', String(retry));
+  if (eventId === undefined) return `retry: ${retry}\ndata:\n\n`;
+  if (CR_OR_LF.test(eventId)) throw new FrameEncodingError('id', eventId);
+  return `id: ${eventId}\nretry: ${retry}\ndata:\n\n`;
 }
 
 /** A generic SSE event, for transports that send more than MCP messages. */

@@ -172,6 +172,7 @@ const KNOWN_OPTIONS = new Set([
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
+  'maxSessionsPerPrincipal', 'reconnectDelay',
 ]);
 
 const NO_SESSIONS: SessionStats = Object.freeze({ sessions: 0, streams: 0, subscriptions: 0 });
@@ -236,6 +237,8 @@ export class McpEndpoint {
       subscribeStreamWait: options.subscribeStreamWait,
       maxSessions: options.maxSessions,
       maxSubscriptionsPerSession: options.maxSubscriptionsPerSession,
+      maxSessionsPerPrincipal: options.maxSessionsPerPrincipal,
+      reconnectDelay: options.reconnectDelay,
     });
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
@@ -265,6 +268,7 @@ export class McpEndpoint {
             maxQueueBytes: this.listenOptions.listenMaxQueueBytes,
             maxStreamLifetime: this.listenOptions.maxStreamLifetime,
             slots: this.slots,
+            principals: this.principals,
             scheduler: this.#scheduler,
             eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
             bus: options.sessionBus,

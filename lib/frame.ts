@@ -64,8 +64,23 @@ export interface CommentFrame {
   readonly text: string;
 }
 
+/**
+ * The event a legacy GET stream opens with (MCP 2025-11-25 transports: "the server SHOULD
+ * immediately send an SSE event consisting of an event ID and an empty data field in order to
+ * prime the client to reconnect"): written as `id: <eventId>`, `retry: <retry>` and an empty
+ * `data:` line. Clients record the id as their last event id and dispatch no message, so one that
+ * has heard nothing else can still resume with `Last-Event-ID`. Never dropped, never coalesced.
+ */
+export interface PrimingFrame {
+  readonly type: 'prime';
+  /** The SSE `id:` the client records; absent: only `retry:` is sent. */
+  readonly eventId?: string;
+  /** The SSE `retry:` field: milliseconds the client waits before reconnecting. */
+  readonly retry: number;
+}
+
 /** One unit of an SSE stream. */
-export type Frame = MessageFrame | CommentFrame;
+export type Frame = MessageFrame | CommentFrame | PrimingFrame;
 
 /** The keep-alive comment: written as the three bytes `:\r\n` (DESIGN M5). */
 export const KEEP_ALIVE: CommentFrame = Object.freeze({ type: 'comment', text: '' });

@@ -18,6 +18,7 @@ import {
 } from 'rxjs';
 import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
 import { keepAlive } from '../operators/keepAlive.js';
+import { primeStream } from '../operators/primeStream.js';
 import { replayFrom } from '../operators/replayFrom.js';
 import { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
 import type { AuthInfo } from './auth.js';
@@ -34,6 +35,7 @@ import { milliseconds, positiveInteger } from './options.js';
 import { isThenable, type EventLog } from './replayBuffer.js';
 import type { ResourceProvider } from './resources.js';
 import type { SessionBus, SessionCommand, SessionRecord, SessionStore } from './session.js';
+import type { Admission, PrincipalCap } from './principals.js';
 import type { StreamSlots } from './slots.js';
 import { failWhenStalled } from './stallGuard.js';
 import { channels, reportError } from './telemetry.js';
@@ -68,6 +70,17 @@ export interface SessionOptions {
    * one more answers `-32602` until it unsubscribes from one. Default 1000.
    */
   readonly maxSubscriptionsPerSession: number;
+  /**
+   * The most sessions one principal holds on this node; an `initialize` beyond it ends that
+   * principal's least recently used session (its GET stream ends cleanly, its record is removed),
+   * never another principal's. Default 100.
+   */
+  readonly maxSessionsPerPrincipal: number;
+  /**
+   * Milliseconds a client should wait before reconnecting its GET stream: sent as the SSE `retry:`
+   * field of the priming event every GET stream opens with (DESIGN L7). Default 1000.
+   */
+  readonly reconnectDelay: number;
 }
 
 /** The legacy options used where none are given. */
@@ -80,6 +93,8 @@ export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = Object.freeze({
   subscribeStreamWait: 1_000,
   maxSessions: 10_000,
   maxSubscriptionsPerSession: 1_000,
+  maxSessionsPerPrincipal: 100,
+  reconnectDelay: 1_000,
 });
 
 /**
@@ -100,6 +115,8 @@ export function resolveSessionOptions(input: Partial<SessionOptions> = {}): Read
     subscribeStreamWait: wait === 0 ? 0 : milliseconds('subscribeStreamWait', wait),
     maxSessions: positiveInteger('maxSessions', pick('maxSessions')),
     maxSubscriptionsPerSession: positiveInteger('maxSubscriptionsPerSession', pick('maxSubscriptionsPerSession')),
+    maxSessionsPerPrincipal: positiveInteger('maxSessionsPerPrincipal', pick('maxSessionsPerPrincipal')),
+    reconnectDelay: milliseconds('reconnectDelay', pick('reconnectDelay')),
   });
 }
 
@@ -128,6 +145,8 @@ export interface LegacySessionsInit {
   /** The byte budget of a GET stream's queue for a client that is not reading (`listenMaxQueueBytes`). */
   readonly maxQueueBytes: number;
   readonly slots: StreamSlots;
+  /** The per-principal cap GET streams are admitted through, shared with listen streams (DESIGN M8). */
+  readonly principals: PrincipalCap;
   readonly scheduler: SchedulerLike;
   /** The event log of a session (its ids and replay buffer): a `ReplayBuffer` in process, a shared log in a fleet. */
   readonly eventLog: (sessionId: string) => EventLog;
@@ -153,6 +172,8 @@ const STREAM_REQUIRED = 'open the GET SSE stream before subscribing to resources
 interface StreamHandle {
   readonly feed: Subject<Frame>;
   readonly ended: Subject<void>;
+  /** Its place in the principal's cap: given back as soon as the stream is ended. */
+  readonly admission: Admission;
 }
 
 /** A subscribe in progress: told why it was cancelled when something overtakes it. */
@@ -241,6 +262,8 @@ export class LiveSession {
 export class LegacySessions {
   readonly #init: LegacySessionsInit;
   readonly #sessions = new Map<string, LiveSession>();
+  // The sessions of each principal on this node, for maxSessionsPerPrincipal.
+  readonly #byPrincipal = new Map<string, Set<LiveSession>>();
   #prune: Subscription | undefined;
   #closed = false;
 
@@ -268,6 +291,9 @@ export class LegacySessions {
       throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
     }
     const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LEGACY_PROTOCOL_VERSIONS[0]!;
+    // Fairness first: a principal at its own cap makes room among its own sessions, so that one
+    // client cannot fill the server-wide cap and lock every other principal out.
+    await this.#makeRoomFor(auth.principal);
     if (this.#sessions.size >= this.#init.options.maxSessions) {
       throw new HttpError(503, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its session capacity (maxSessions); retry later'));
     }
@@ -288,6 +314,19 @@ export class LegacySessions {
     const result: Record<string, unknown> = { protocolVersion, capabilities: advertised, serverInfo };
     if (instructions !== undefined) result.instructions = instructions;
     return { id: record.id, result };
+  }
+
+  /** Ends `principal`'s least recently used sessions until it holds fewer than `maxSessionsPerPrincipal`. */
+  async #makeRoomFor(principal: string): Promise<void> {
+    const cap = this.#init.options.maxSessionsPerPrincipal;
+    const own = this.#byPrincipal.get(principal);
+    while (own !== undefined && own.size >= cap) {
+      let oldest: LiveSession | undefined;
+      // Insertion order breaks ties: the earlier session of equal activity goes first.
+      for (const session of own) if (oldest === undefined || session.lastActivity < oldest.lastActivity) oldest = session;
+      own.delete(oldest!);
+      await this.end(oldest!);
+    }
   }
 
   /**
@@ -348,8 +387,12 @@ export class LegacySessions {
           slot.release();
           return EMPTY;
         }
+        // The GET this one replaces leaves the principal's count before this one is admitted.
         this.#endStream(session);
-        const handle: StreamHandle = { feed: new Subject<Frame>(), ended: new Subject<void>() };
+        // DESIGN M8 for GET streams too: over the cap, the principal's oldest stream of either
+        // kind is superseded (a GET one ends cleanly, and its client reconnects).
+        const admission = this.#init.principals.admit(context.auth.principal);
+        const handle: StreamHandle = { feed: new Subject<Frame>(), ended: new Subject<void>(), admission };
         session.stream = handle;
         session.streamContext = context;
         session.scopes = context.auth.scopes;
@@ -362,6 +405,7 @@ export class LegacySessions {
         // Last-Event-ID) and its subscriptions are authorized again on restore.
         const ends: Subscription[] = [
           shutdown$.subscribe(() => this.#endStream(session, handle)),
+          admission.superseded$.subscribe(() => this.#endStream(session, handle)),
           // maxStreamLifetime is validated to fit one timer: one scheduled action, not a trigger chain.
           scheduler.schedule(() => this.#endStream(session, handle), maxStreamLifetime),
         ];
@@ -375,6 +419,8 @@ export class LegacySessions {
         const replay: MonoTypeOperatorFunction<Frame> = lastEventId === undefined ? identity : replayFrom(lastEventId, session.log);
         return handle.feed.pipe(
           replay,
+          // DESIGN L7: the stream opens with the id its client can resume from, heard or not.
+          primeStream(lastEventId, session.log, this.#init.options.reconnectDelay),
           keepAlive(keepAliveInterval, scheduler),
           dropWhenQueueExceeds({ notifications: maxQueue, bytes: maxQueueBytes }, demand$, onDrop),
           restoreSubscriptions(toRestore, (uri) => this.#restore(session, uri, context, handle), RESTORE_CONCURRENCY, (uri, error) =>
@@ -383,6 +429,7 @@ export class LegacySessions {
           failWhenStalled(handle.ended, keepAliveInterval, scheduler),
           finalize(() => {
             for (const end of ends) end.unsubscribe();
+            admission.release();
             slot.release();
             this.#detach(session, handle);
           }),
@@ -559,13 +606,18 @@ export class LegacySessions {
     session.changed.complete();
     this.#sleep(session);
     this.#endStream(session);
-    this.#sessions.delete(session.id);
+    if (this.#sessions.get(session.id) === session) this.#sessions.delete(session.id);
+    const own = this.#byPrincipal.get(session.principal);
+    if (own !== undefined && own.delete(session) && own.size === 0) this.#byPrincipal.delete(session.principal);
     if (this.#sessions.size === 0) this.#stopPrune();
   }
 
   #adopt(record: SessionRecord): LiveSession {
     const session = new LiveSession(record, this.#init.eventLog(record.id));
     this.#sessions.set(session.id, session);
+    let own = this.#byPrincipal.get(session.principal);
+    if (own === undefined) this.#byPrincipal.set(session.principal, (own = new Set()));
+    own.add(session);
     if (this.#prune === undefined && !this.#closed) {
       const every = this.#init.options.sessionPruneInterval;
       this.#prune = timer(every, every, this.#init.scheduler).subscribe(() => {
@@ -589,6 +641,7 @@ export class LegacySessions {
   #endStream(session: LiveSession, handle: StreamHandle | undefined = session.stream): void {
     if (handle === undefined || session.stream !== handle) return;
     session.stream = undefined;
+    handle.admission.release();
     handle.ended.next();
     handle.ended.complete();
     handle.feed.complete();

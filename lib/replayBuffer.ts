@@ -14,6 +14,12 @@ export interface EventLog {
   append(frame: MessageFrame): MessageFrame | Promise<MessageFrame>;
   /** The recorded frames a client that last saw `lastEventId` missed, oldest first. */
   after(lastEventId: string | null | undefined): readonly MessageFrame[] | Promise<readonly MessageFrame[]>;
+  /**
+   * The id of the newest frame appended so far (`'0'` before the first): what a GET stream
+   * without `Last-Event-ID` primes its client with, so that the client can resume from there.
+   * Optional for custom logs; without it such a stream primes with `retry:` only.
+   */
+  newestId?(): string | Promise<string>;
 }
 
 /** True for a Promise or any other thenable (what an asynchronous {@link EventLog} returns). */
@@ -64,6 +70,11 @@ export class ReplayBuffer implements EventLog {
   /** The id of the newest frame; 0 before the first. */
   get lastId(): number {
     return this.last;
+  }
+
+  /** {@link lastId} as a decimal string (`'0'` before the first frame). */
+  newestId(): string {
+    return String(this.last);
   }
 
   /** How many frames are kept (at most `capacity`). */

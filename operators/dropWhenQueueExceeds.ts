@@ -169,7 +169,7 @@ export class PendingFrames {
   offer(frame: Frame): boolean {
     if (frame.type === 'comment') return false;
     const size = encodedByteLength(frame);
-    if (frame.priority === 'notification') {
+    if (frame.type === 'message' && frame.priority === 'notification') {
       const key = frame.coalesceKey;
       if (key !== undefined && this.keys?.has(key) === true) return false;
       if (this.notifications >= this.limit || this.bytes + size > this.maxBytes) {

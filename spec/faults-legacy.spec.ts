@@ -185,14 +185,15 @@ test('a GET client gone during a replay of 100 frames (8 KiB each, more than the
     const sid = await session(f.url);
     const first = GetStream.open(f.url, sid);
     await eventually(() => f.endpoint.stats.streams === 1, 3000, 'the first stream');
-    const uri = `file:///${'r'.repeat(8 * 1024)}`;
-    assert.equal((await call(f.url, sid, 1, 'resources/subscribe', { uri })).body, ok(1));
+    // 100 distinct URIs of the longest length accepted (MAX_URI_BYTES): 100 frames of about 8 KiB
+    // that cannot coalesce while they wait for a slow socket.
+    const uris = Array.from({ length: 100 }, (_, i) => `file:///${String(i).padStart(3, '0')}/${'r'.repeat(8 * 1024 - 12)}`);
+    for (const [i, uri] of uris.entries()) assert.equal((await call(f.url, sid, i, 'resources/subscribe', { uri })).body, ok(i));
     first.destroy();
     await eventually(() => f.endpoint.stats.streams === 0, 3000, 'the drop to be noticed');
-    // Within the grace period: the subscription keeps feeding the buffer.
-    for (let i = 0; i < 100; i++) f.hub.notifyResourceUpdated(uri);
-    const frame = (id: number) => frameText(id, updatedMessage(uri));
-    const whole = Array.from({ length: 100 }, (_, i) => frame(i + 1)).join('');
+    // Within the grace period: the subscriptions keep feeding the buffer.
+    for (const uri of uris) f.hub.notifyResourceUpdated(uri);
+    const whole = uris.map((uri, i) => frameText(i + 1, updatedMessage(uri))).join('');
     for (const cut of [1, 10_000, Math.floor(whole.length / 2), whole.length - 100]) {
       const socket = rawGet(f.url, sid, { 'Last-Event-ID': '0' });
       socket.pause();
@@ -211,7 +212,7 @@ test('a GET client gone during a replay of 100 frames (8 KiB each, more than the
       });
       socket.resetAndDestroy();
       await eventually(() => f.endpoint.stats.streams === 0 && f.endpoint.stats.slots === 0, 3000, `cut at ${cut}: stream released`);
-      assert.equal(f.endpoint.stats.sessionSubscriptions, 2, 'the session waits in its grace period');
+      assert.equal(f.endpoint.stats.sessionSubscriptions, 101, 'the session waits in its grace period');
     }
     // Nothing was lost or stamped twice: a full replay is still the same 100 frames.
     const get = GetStream.open(f.url, sid, { lastEventId: '0' });
@@ -222,21 +223,35 @@ test('a GET client gone during a replay of 100 frames (8 KiB each, more than the
   });
 });
 
-test('a GET client gone mid-frame (a 100 KiB notification half written) leaks nothing; the frame is replayed whole', async () => {
+test('a GET client gone mid-frame (half of an 8 KiB notification read) leaks nothing; the frame is replayed whole', async () => {
   await withServer({}, async (f) => {
     const sid = await session(f.url);
-    const big = `file:///${'m'.repeat(100 * 1024)}`;
-    const stream = GetStream.open(f.url, sid);
+    // The longest URI accepted (MAX_URI_BYTES): the largest frame a GET stream carries.
+    const big = `file:///${'m'.repeat(8 * 1024 - 8)}`;
+    const socket = rawGet(f.url, sid);
     await eventually(() => f.endpoint.stats.streams === 1, 3000, 'the stream');
     assert.equal((await call(f.url, sid, 1, 'resources/subscribe', { uri: big })).body, ok(1));
+    socket.pause();
     f.hub.notifyResourceUpdated(big);
-    await stream.until((s) => s.text.length > 30_000, 3000, 'part of the frame');
-    stream.destroy();
-    assert.ok(!stream.text.endsWith('\n\n'), 'cut mid-frame');
+    const whole = frameText(1, updatedMessage(big));
+    // Read the frame a few bytes at a time until about half of it is in, then vanish.
+    await new Promise<void>((resolve) => {
+      const step = () => {
+        const at = socket.received().indexOf('event: message\nid: 1\n');
+        if (at >= 0 && socket.received().length - at >= whole.length / 2) return resolve();
+        socket.resume();
+        setTimeout(() => {
+          socket.pause();
+          step();
+        }, 1);
+      };
+      step();
+    });
+    socket.resetAndDestroy();
     await eventually(() => f.endpoint.stats.streams === 0 && f.endpoint.stats.slots === 0, 3000, 'stream released');
     const again = GetStream.open(f.url, sid, { lastEventId: '0' });
     await again.untilId(1);
-    assert.equal(again.withoutKeepAlives, frameText(1, updatedMessage(big)));
+    assert.equal(again.withoutKeepAlives, whole);
     again.destroy();
     await assertReleased(f, [sid]);
   });
@@ -336,16 +351,17 @@ test('a GET client gone right after a second GET replaced it, and a replaced cli
     assert.equal(f.endpoint.stats.sessionSubscriptions, 1, 'the session is in its grace period');
     f.hub.notifyToolsChanged(); // id 2, buffered
 
-    // 2. A client that stopped reading (a 12 MiB backlog, more than loopback buffers hold) is replaced:
-    // it is dropped one keep-alive interval later by the stall guard.
-    const bigs = Array.from({ length: 24 }, (_, i) => `file:///${i}/${'s'.repeat(512 * 1024)}`);
+    // 2. A client that stopped reading (a backlog of 8 KiB frames, more than loopback buffers hold
+    // plus a full queue) is replaced: it is dropped one keep-alive interval later by the stall guard.
+    const bigs = Array.from({ length: 200 }, (_, i) => `file:///${String(i).padStart(3, '0')}/${'s'.repeat(8 * 1024 - 16)}`);
     const stalled = rawGet(f.url, sid, { 'Last-Event-ID': '2' });
     stalled.pause();
     await eventually(() => f.endpoint.stats.streams === 1, 3000, 'the stalled stream');
     for (const [i, uri] of bigs.entries()) assert.equal((await call(f.url, sid, i, 'resources/subscribe', { uri })).body, ok(i));
-    // One per tick: the first fills the socket (demand false), the others wait in the stream's queue.
-    for (const uri of bigs) {
-      f.hub.notifyResourceUpdated(uri);
+    // One round per tick: the first rounds fill the socket (demand false), the rest wait in the
+    // stream's queue (bounded by listenMaxQueueBytes) or are dropped.
+    for (let round = 0; round < 8; round++) {
+      for (const uri of bigs) f.hub.notifyResourceUpdated(uri);
       await new Promise((resolve) => setImmediate(resolve));
     }
     await sleep(50);
@@ -359,8 +375,11 @@ test('a GET client gone right after a second GET replaced it, and a replaced cli
     stalled.destroy();
     f.hub.notifyPromptsChanged();
     await third.until((s) => s.text.includes('prompts/list_changed'), 3000, 'the third stream to be live');
-    assert.match(third.withoutKeepAlives, /^event: message\nid: 3\n/, 'the replay starts after the Last-Event-ID');
-    assert.equal(third.frames.length, 25, 'the 24 updates the stalled client missed, then the sentinel');
+    // 1600 updates were stamped after id 2; the replay buffer (100 frames) holds the newest of them.
+    const last = 2 + 8 * bigs.length;
+    assert.match(third.withoutKeepAlives, new RegExp(`^event: message\nid: ${last - 99}\n`), 'the replay starts at the oldest frame kept');
+    assert.equal(third.primedWith, '2', 'primed with its own Last-Event-ID');
+    assert.equal(third.frames.length, 101, 'the 100 kept updates the stalled client missed, then the sentinel');
     third.destroy();
     await assertReleased(f, [sid]);
   });
@@ -522,7 +541,7 @@ test("one principal can neither see nor end another's session: 403 for POST, GET
     }
     assert.equal(get.ended, false, "alice's stream was neither replaced nor ended");
     assert.deepEqual(store.get(sid)!.subscriptions, ['file:///alice']);
-    assert.deepEqual(f.endpoint.stats, { streams: 1, slots: 1, principals: 0, sessions: 1, sessionSubscriptions: 2 });
+    assert.deepEqual(f.endpoint.stats, { streams: 1, slots: 1, principals: 1, sessions: 1, sessionSubscriptions: 2 });
     f.hub.notifyResourceUpdated('file:///alice');
     f.hub.notifyResourceUpdated('file:///mallory');
     f.hub.notifyToolsChanged();

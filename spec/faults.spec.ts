@@ -218,18 +218,20 @@ test('a client gone while authentication, authorization or the body is pending l
   }
 });
 
-test('a client gone mid-frame (a 100 KiB notification half written) or mid-stream leaks nothing', async () => {
+test('a client gone mid-frame (an acknowledgment and notifications of about 100 KiB, half written) or mid-stream leaks nothing', async () => {
   await withServer({ authenticate: byHeader }, async ({ url, endpoint, hub }) => {
-    const big = `file:///${'b'.repeat(100 * 1024)}`;
+    // Twelve URIs of the longest length accepted (MAX_URI_BYTES): a 100 KiB acknowledgment, then
+    // 100 KiB of notifications.
+    const bigs = Array.from({ length: 12 }, (_, i) => `file:///${String(i).padStart(2, '0')}/${'b'.repeat(8 * 1024 - 16)}`);
     const conns = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => SseConnection.open(url, listenBody(i, { resourceSubscriptions: [big], toolsListChanged: true }), as(`p${i}`))),
+      Array.from({ length: 8 }, (_, i) => SseConnection.open(url, listenBody(i, { resourceSubscriptions: bigs, toolsListChanged: true }), as(`p${i}`))),
     );
-    // The acknowledgment alone is over 100 KiB: wait for its end, not for something parseable.
+    // The acknowledgment alone is about 100 KiB: wait for its end, not for something parseable.
     await Promise.all(conns.map((c) => c.until((x) => x.text.includes('\n\n'))));
     const ackLength = conns[0]!.text.indexOf('\n\n') + 2;
-    hub.notifyResourceUpdated(big);
-    // Each client leaves after a different number of bytes of the notification.
-    await Promise.all(conns.map((c, i) => c.until((x) => x.text.length > ackLength + 1 + i * 10_000, 3000, 'part of the notification').then(() => c.destroy())));
+    for (const big of bigs) hub.notifyResourceUpdated(big);
+    // Each client leaves after a different number of bytes of the notifications.
+    await Promise.all(conns.map((c, i) => c.until((x) => x.text.length > ackLength + 1 + i * 10_000, 3000, 'part of the notifications').then(() => c.destroy())));
     hub.notifyToolsChanged();
     await eventually(() => endpoint.stats.streams === 0, 3000, 'streams released');
     assert.deepEqual(held(endpoint, hub), NOTHING);

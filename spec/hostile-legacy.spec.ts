@@ -23,7 +23,7 @@ import { McpEndpoint, type EndpointRequest, type EndpointResponse, type McpEndpo
 import { Hub } from '../lib/hub.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
 import { eventually } from './helpers/http.js';
-import { frameText, GetStream, INIT_HEADERS, listChangedMessage, rpcBody, send, updatedMessage } from './helpers/legacy.js';
+import { frameText, GetStream, INIT_HEADERS, listChangedMessage, primingId, primingText, rpcBody, send, updatedMessage } from './helpers/legacy.js';
 
 /* ----------------------------------------------------------------------------------------------
  * What a class of request gets
@@ -83,6 +83,8 @@ const anyString = fc.oneof(
   fc.constantFrom('', '\r\n', 'a\rb', '\u0000', '\ud800', '\udfff\ud800', '__proto__', 'constructor', 'toString', '\u2028\u2029', 'event: message\n\ndata: x'),
 );
 const validId: fc.Arbitrary<JsonRpcId> = fc.oneof(anyString, fc.integer(), fc.maxSafeInteger(), fc.double({ noNaN: true, noDefaultInfinity: true }));
+/** A URI longer than MAX_URI_BYTES (8 KiB of UTF-8). */
+const uriTooLong = (u: string): boolean => Buffer.byteLength(u, 'utf8') > 8192;
 /** URIs of every shape, a few of 100 KiB. */
 const uri = fc.oneof(
   { weight: 8, arbitrary: anyString },
@@ -140,22 +142,23 @@ const cases = {
     })),
 
   /** A well-formed subscribe to any string URI (default provider: every URI): `{}`, then its changes reach the GET stream once each (L4, L6). */
+  // A URI past MAX_URI_BYTES is refused with -32602 naming the field, and nothing is subscribed.
   subscribe: fc.tuple(uri, validId, extraParams).map(([u, id, extra]): Case => ({
     label: `subscribe ${JSON.stringify(u).slice(0, 40)}`,
     method: 'POST',
     headers: IN_SESSION,
     body: rpcBody(id, 'resources/subscribe', { ...extra, uri: u }),
-    expect: { kind: 'result', id },
-    effect: { kind: 'subscribed', uri: u },
+    expect: uriTooLong(u) ? error(200, id, InvalidParams, 'resources/subscribe params.uri must be at most 8192 bytes') : { kind: 'result', id },
+    effect: uriTooLong(u) ? NONE : { kind: 'subscribed', uri: u },
   })),
 
-  /** Unsubscribe of a URI never subscribed: `{}` (L4). */
+  /** Unsubscribe of a URI never subscribed: `{}` (L4); one past MAX_URI_BYTES: -32602. */
   unsubscribe: fc.tuple(uri, validId).map(([u, id]): Case => ({
     label: `unsubscribe ${JSON.stringify(u).slice(0, 40)}`,
     method: 'POST',
     headers: IN_SESSION,
     body: rpcBody(id, 'resources/unsubscribe', { uri: u }),
-    expect: { kind: 'result', id },
+    expect: uriTooLong(u) ? error(200, id, InvalidParams, 'resources/unsubscribe params.uri must be at most 8192 bytes') : { kind: 'result', id },
     effect: NONE,
   })),
 
@@ -354,6 +357,8 @@ async function home(): Promise<Home> {
     error: (failure: unknown) => (state.failure = failure),
     complete: () => (state.completed = true),
   });
+  // DESIGN L7: the stream opens with its priming event; the cases below count the frames after it.
+  assert.equal(frames.shift(), primingText(0), 'the priming event of a new session');
   return { hub: options.hub, endpoint, sid, frames, nextEventId: 1, state, baseline: { stats: endpoint.stats, hub: options.hub.size }, subscription };
 }
 
@@ -572,6 +577,8 @@ test('Last-Event-ID of every shape (1 000 generated, in-process): exactly the fr
       response.open(NEVER).subscribe({ next: (frame) => frames.push(encodeFrame(frame)), error: (e: unknown) => (failure = e), complete: () => (completed = true) });
       const last = before + during;
       const expected = replayed(value, last, capacity);
+      // The priming id is the one the client can resume from without a gap (DESIGN L7).
+      assert.equal(frames.shift(), primingText(primingId(value, last)), `the priming event for Last-Event-ID ${JSON.stringify(value)?.slice(0, 40)}`);
       assert.deepEqual(frames, expected.map((id) => frameText(id, tools)), `Last-Event-ID ${JSON.stringify(value)?.slice(0, 40)} after ${last} frames`);
       hub.notifyToolsChanged();
       assert.equal(frames.at(-1), frameText(last + 1, tools), 'the next live frame');
@@ -675,7 +682,7 @@ test('400 generated requests over a loopback socket (node:http) inside a live se
     baseline: { stats: s.endpoint.stats, hub: s.hub.size },
     subscription: { unsubscribe() {} } as Subscription,
   };
-  const frames = () => s.get.text.replaceAll(':\r\n', '').split(/(?<=\n\n)/).filter(Boolean);
+  const frames = () => s.get.withoutKeepAlives.split(/(?<=\n\n)/).filter(Boolean);
   let runs = 0;
   try {
     await check(
@@ -761,7 +768,8 @@ test('corpus: a 1 MiB session id, a 100 KiB URI, CR/LF/U+2028 in a URI — exact
   const hostile = 'file:///a\r\nid: 999\r\n\r\nevent: message\ndata: {"jsonrpc":"2.0","method":"x"}\u2028\u0000';
   for (const [label, c] of [
     ['1 MiB session id', { method: 'POST', headers: { ...IN_SESSION, 'mcp-session-id': 's'.repeat(1 << 20) }, body: rpcBody(1, 'ping'), expect: error(404, null, SessionNotFound, NOT_FOUND), effect: NONE }],
-    ['a 100 KiB URI', { method: 'POST', headers: IN_SESSION, body: rpcBody(2, 'resources/subscribe', { uri: huge }), expect: { kind: 'result', id: 2 }, effect: { kind: 'subscribed', uri: huge } }],
+    ['a 100 KiB URI', { method: 'POST', headers: IN_SESSION, body: rpcBody(2, 'resources/subscribe', { uri: huge }), expect: error(200, 2, InvalidParams, 'resources/subscribe params.uri must be at most 8192 bytes'), effect: NONE }],
+    ['an 8 KiB URI', { method: 'POST', headers: IN_SESSION, body: rpcBody(5, 'resources/subscribe', { uri: huge.slice(0, 8192) }), expect: { kind: 'result', id: 5 }, effect: { kind: 'subscribed', uri: huge.slice(0, 8192) } }],
     ['SSE framing in a URI', { method: 'POST', headers: IN_SESSION, body: rpcBody(3, 'resources/subscribe', { uri: hostile }), expect: { kind: 'result', id: 3 }, effect: { kind: 'subscribed', uri: hostile } }],
     ['lone surrogates in a URI', { method: 'POST', headers: IN_SESSION, body: '{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"\\ud800x\\udfff"}}', expect: { kind: 'result', id: 4 }, effect: { kind: 'subscribed', uri: '\ud800x\udfff' } }],
   ] as [string, Omit<Case, 'label'>][]) {
@@ -841,7 +849,7 @@ test('Mcp-Session-Id and Last-Event-ID with CR, LF, NUL, UTF-8 bytes or 20 KiB o
     }
     // A Last-Event-ID of UTF-8 bytes is non-numeric: the whole buffer (nothing yet), and the stream replaces the home one.
     assert.equal(s.get.ended, false);
-    assert.deepEqual(s.endpoint.stats, { streams: 1, slots: 1, principals: 0, sessions: 1, sessionSubscriptions: 1 });
+    assert.deepEqual(s.endpoint.stats, { streams: 1, slots: 1, principals: 1, sessions: 1, sessionSubscriptions: 1 });
   } finally {
     await s.close();
   }

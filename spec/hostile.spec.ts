@@ -65,6 +65,8 @@ const InvalidParams = -32602;
 /** A JSON-RPC id MCP accepts: a string or a finite number (JSON-RPC 2.0 + MCP: no null ids). */
 const isId = (value: unknown): value is JsonRpcId => typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
 
+const ID_TOO_LONG = 'id must be a string of at most 1024 bytes or a number';
+
 const error = (status: number, id: JsonRpcId | null, code: number, message?: string): Expected =>
   message === undefined ? { kind: 'error', status, id, code } : { kind: 'error', status, id, code, message };
 
@@ -98,7 +100,8 @@ const anyString = fc.oneof(
 );
 const validId: fc.Arbitrary<JsonRpcId> = fc.oneof(
   anyString,
-  fc.string({ minLength: 1000, maxLength: 3000 }),
+  // Up to MAX_REQUEST_ID_BYTES (1 KiB of UTF-8): longer ids are their own case (`longIds`).
+  fc.string({ minLength: 1000, maxLength: 1024 }),
   fc.integer(),
   fc.maxSafeInteger(),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
@@ -250,9 +253,27 @@ const cases = {
       method: 'POST',
       headers: BASE_HEADERS,
       body: request({ jsonrpc: '"2.0"', id: text, method: '"ping"' }),
-      expect: isId(id) ? { kind: 'result', id } : error(400, null, InvalidRequest, 'id must be a string or a number'),
+      expect: !isId(id)
+        ? error(400, null, InvalidRequest, 'id must be a string or a number')
+        : typeof id === 'string' && Buffer.byteLength(id, 'utf8') > 1024
+          ? error(400, null, InvalidRequest, ID_TOO_LONG)
+          : { kind: 'result', id },
     };
   }),
+
+  /** String ids past 1 KiB of UTF-8 on any method, listen included: 400, -32600 naming the id, id null, no stream. */
+  longIds: fc
+    .tuple(
+      fc.oneof(fc.string({ minLength: 1025, maxLength: 4000 }), fc.string({ unit: 'grapheme', minLength: 400, maxLength: 1200 }).filter((id) => Buffer.byteLength(id, 'utf8') > 1024)),
+      fc.constantFrom('"ping"', '"subscriptions/listen"'),
+    )
+    .map(([id, method]): Case => ({
+      label: `id of ${Buffer.byteLength(id, 'utf8')} bytes`,
+      method: 'POST',
+      headers: BASE_HEADERS,
+      body: request({ jsonrpc: '"2.0"', id: JSON.stringify(id), method, params: '{"notifications":{"toolsListChanged":true}}' }),
+      expect: error(400, null, InvalidRequest, ID_TOO_LONG),
+    })),
 
   /** `method` absent or not a string: 400, -32600, id echoed. */
   methodType: fc
@@ -297,6 +318,17 @@ const cases = {
             value: [...before, bad, ...after],
             message: `params.notifications.${field}[${before.length}] must be a string`,
           })),
+        // An entry past its byte bound (8 KiB for a URI, 1 KiB for a task id) is refused naming it.
+        fc
+          .tuple(fc.constantFrom('resourceSubscriptions', 'taskIds'), fc.array(anyString, { maxLength: 5 }), fc.integer({ min: 1, max: 3000 }))
+          .map(([field, before, extra]) => {
+            const max = field === 'taskIds' ? 1024 : 8192;
+            return {
+              field,
+              value: [...before, 'x'.repeat(max + extra), 'file:///fine'],
+              message: `params.notifications.${field}[${before.length}] must be a ${field === 'taskIds' ? 'task id' : 'URI'} of at most ${max} bytes`,
+            };
+          }),
         fc.tuple(fc.constantFrom('resourceSubscriptions', 'taskIds'), fc.integer({ min: 1001, max: 1100 })).map(([field, n]) => ({
           field,
           value: Array.from({ length: n }, (_, i) => `file:///${i}`),
@@ -659,7 +691,8 @@ const corpus = (): Case[] => {
       kind: 'stream',
       ack: ackBytes(1, { resourceSubscriptions: uris1000.slice(0, 999) }),
     }),
-    post('URIs of 100 KiB', listenOf({ resourceSubscriptions: [huge, huge + '2'] }), { kind: 'stream', ack: ackBytes(1, { resourceSubscriptions: [huge, huge + '2'] }) }),
+    post('URIs of 100 KiB', listenOf({ resourceSubscriptions: [huge, huge + '2'] }), error(200, 1, InvalidParams, 'params.notifications.resourceSubscriptions[0] must be a URI of at most 8192 bytes')),
+    post('URIs of 8 KiB', listenOf({ resourceSubscriptions: [huge.slice(0, 8192), huge.slice(0, 8191) + '2'] }), { kind: 'stream', ack: ackBytes(1, { resourceSubscriptions: [huge.slice(0, 8192), huge.slice(0, 8191) + '2'] }) }),
     post('URIs with CR, LF and NUL', listenOf({ resourceSubscriptions: ['a\r\nevent: x\r\n\r\ndata: y', '\u0000'] }), {
       kind: 'stream',
       ack: ackBytes(1, { resourceSubscriptions: ['a\r\nevent: x\r\n\r\ndata: y', '\u0000'] }),

@@ -133,7 +133,9 @@ test('SDK 1.x client: subscribe, update, server-side cut, Last-Event-ID resume d
     await fs.writeFile(file, 'version 2\n');
     await until(() => updated.length >= 1, WAIT_MS, `${RESOURCE_UPDATED} for ${uri}`);
     deepStrictEqual([...new Set(updated)], [uri], 'only the subscribed URI is notified');
-    const firstStreamIds = eventIds(gets[0]!.written);
+    // DESIGN L7: the stream opened with its priming event (id 0, the session's newest id), then the update.
+    const [primed, ...firstStreamIds] = eventIds(gets[0]!.written);
+    strictEqual(primed, 0, `the priming id: ${JSON.stringify(gets[0]!.written[0])}`);
     ok(firstStreamIds.length >= 1, `the first stream's events carry ids: ${JSON.stringify(gets[0]!.written)}`);
     deepStrictEqual(updatedEvents(gets[0]!.written, uri), firstStreamIds, 'every event so far is the update of the file');
     const beforeCut = updated.length;
@@ -168,7 +170,8 @@ test('SDK 1.x client: subscribe, update, server-side cut, Last-Event-ID resume d
     // On the wire: the replay starts right after the seam, no gap and no duplicate.
     const resumedIds = updatedEvents(resumed.written, uri);
     deepStrictEqual(resumedIds, [firstStreamIds.at(-1)! + 1], `the replayed frame: ${JSON.stringify(resumed.written)}`);
-    deepStrictEqual(eventIds(resumed.written), resumedIds);
+    // The resumed stream is primed with the client's own Last-Event-ID, then replays after it.
+    deepStrictEqual(eventIds(resumed.written), [firstStreamIds.at(-1)!, ...resumedIds]);
     await until(() => endpoint.stats.streams === 1, WAIT_MS, 'the server to count the resumed stream');
 
     // The client noticed the cut (and only that).

@@ -28,6 +28,7 @@ import {
   sessionHeaders,
   sleep,
   updatedMessage,
+  primingText,
 } from './helpers/legacy.js';
 import { collecting } from './helpers/telemetry.js';
 
@@ -189,7 +190,7 @@ test('L9/L10: DELETE ends the session (204): its GET stream ends, its subscripti
     const sid = await session(url);
     const get = await openStream(server, sid, 1);
     assert.equal(okBody(1), (await call(url, sid, 1, 'resources/subscribe', { uri: 'file:///a' })).body);
-    assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 0, sessions: 1, sessionSubscriptions: 2 });
+    assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 1, sessions: 1, sessionSubscriptions: 2 });
     assert.equal(hub.size.subscriptions, 4, 'tools, prompts, resources list changes and file:///a');
     assert.equal(store.size, 1);
 
@@ -198,7 +199,7 @@ test('L9/L10: DELETE ends the session (204): its GET stream ends, its subscripti
     assert.equal(del.body, '');
     await get.untilEnded();
     assert.ok(get.endedCleanly, 'the GET stream ends cleanly');
-    assert.equal(get.text, '', 'the GET stream carried nothing');
+    assert.equal(get.text, primingText(0), 'the GET stream carried nothing but its priming event');
     assert.deepEqual(endpoint.stats, zeroStats);
     assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
     assert.equal(store.size, 0, 'the record is deleted');
@@ -233,10 +234,11 @@ test('L7: the GET stream: SSE headers, frames `event: message\\nid: N\\ndata:`, 
     assert.equal(res.headers['content-type'], 'text/event-stream');
     assert.equal(res.headers['cache-control'], 'no-cache, no-transform');
     assert.equal(res.headers['x-accel-buffering'], 'no');
-    await get.until((s) => s.text.startsWith(':\r\n:\r\n'), 2000, 'two keep-alives');
+    // The priming event first (MCP 2025-11-25: an event id and an empty data field, and `retry`).
+    await get.until((s) => s.text.startsWith('id: 0\nretry: 1000\ndata:\n\n:\r\n:\r\n'), 2000, 'the priming event, then two keep-alives');
     server.hub.notifyPromptsChanged();
     await get.untilId(1);
-    assert.match(get.text, /^(:\r\n)+event: message\nid: 1\ndata: \{"jsonrpc":"2\.0","method":"notifications\/prompts\/list_changed"\}\n\n(:\r\n)*$/);
+    assert.match(get.text, /^id: 0\nretry: 1000\ndata:\n\n(:\r\n)+event: message\nid: 1\ndata: \{"jsonrpc":"2\.0","method":"notifications\/prompts\/list_changed"\}\n\n(:\r\n)*$/);
     get.destroy();
   });
 });
@@ -912,7 +914,7 @@ test('slow consumer: pending notifications are coalesced (one per URI), so a sta
   await collecting<DropEvent>(channels.drop, async (drops) => {
     await withServer({ listenMaxQueue: 20 }, async (server) => {
       const { url, hub, endpoint } = server;
-      const uris = Array.from({ length: 5 }, (_, i) => `file:///${'y'.repeat(40_000)}/${i}`);
+      const uris = Array.from({ length: 5 }, (_, i) => `file:///${'y'.repeat(8_000)}/${i}`);
       const sid = await session(url);
       const stalled = rawGet(url, sid);
       stalled.pause();

@@ -23,6 +23,8 @@ test('session options: defaults, and each bad value refused by name', () => {
     subscribeStreamWait: 1_000,
     maxSessions: 10_000,
     maxSubscriptionsPerSession: 1_000,
+    maxSessionsPerPrincipal: 100,
+    reconnectDelay: 1_000,
   });
   assert.is(resolveSessionOptions({ subscribeStreamWait: 0 }).subscribeStreamWait, 0);
   const bad: [string, unknown][] = [
@@ -34,6 +36,8 @@ test('session options: defaults, and each bad value refused by name', () => {
     ['subscribeStreamWait', -5],
     ['maxSessions', Number.NaN],
     ['maxSubscriptionsPerSession', 0],
+    ['maxSessionsPerPrincipal', 0.5],
+    ['reconnectDelay', -1],
   ];
   for (const [name, value] of bad) {
     assert.throws(

@@ -72,6 +72,19 @@ export const listChangedMessage = (kind: 'tools' | 'prompts' | 'resources') => (
 /** The exact bytes of one GET-stream frame (DESIGN L7). */
 export const frameText = (id: number, message: unknown): string => `event: message\nid: ${id}\ndata: ${JSON.stringify(message)}\n\n`;
 
+/** The exact bytes of the priming event every GET stream opens with (DESIGN L7): the id its client can resume from. */
+export const primingText = (id: number | string, retry = 1000): string => `id: ${id}\nretry: ${retry}\ndata:\n\n`;
+
+/** The id the priming event of a GET with `lastEventId` carries when the session's newest id is `newest`. */
+export function primingId(lastEventId: string | undefined, newest: number): string {
+  if (lastEventId === undefined) return String(newest);
+  if (!/^[0-9]+$/.test(lastEventId)) return '0';
+  return BigInt(lastEventId) <= BigInt(newest) ? lastEventId : String(newest);
+}
+
+// A log without `newestId` primes with `retry:` alone.
+const PRIMING = /^(?:id: ([^\n]*)\n)?retry: (\d+)\ndata:\n\n/;
+
 /** The exact bytes of frames `from..to` that all carry `message`. */
 export function framesText(from: number, to: number, message: (id: number) => unknown): string {
   let text = '';
@@ -148,9 +161,14 @@ export class GetStream extends ArrivingText {
     return ids[ids.length - 1];
   }
 
-  /** The text without keep-alive comments. */
+  /** The id of the priming event the stream opened with (`undefined` until it arrived). */
+  get primedWith(): string | undefined {
+    return PRIMING.exec(this.text)?.[1];
+  }
+
+  /** The text after the priming event, without keep-alive comments. */
   get withoutKeepAlives(): string {
-    return this.text.replaceAll(':\r\n', '');
+    return this.text.replace(PRIMING, '').replaceAll(':\r\n', '');
   }
 
   /** Waits until a frame with id `id` (or a later one) has arrived. */

@@ -1,0 +1,113 @@
+import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
+import { InvalidOptionError } from '../lib/errors.js';
+import type { Frame, PrimingFrame } from '../lib/frame.js';
+import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+
+const DECIMAL = /^[0-9]+$/;
+
+/**
+ * Opens a legacy GET stream with its priming event (an event id, `retry:` and an empty `data:`
+ * line), then passes the stream's frames.
+ *
+ * MCP 2025-11-25 (transports): "the server SHOULD immediately send an SSE event consisting of an
+ * event ID and an empty data field in order to prime the client to reconnect", and servers SHOULD
+ * send `retry` so clients know when to come back. Without it, a client that has heard nothing
+ * yet has no `Last-Event-ID` when its stream ends (at `maxStreamLifetime`, or a dropped
+ * connection), and the changes of the reconnect window are never replayed to it. The id it is
+ * primed with is the one it can safely resume from (DESIGN L7):
+ * - no `Last-Event-ID`: the session's newest event id (`log.newestId()`, `'0'` before the first
+ *   frame): everything after it is either live on this stream or kept for replay;
+ * - a decimal `Last-Event-ID` `n`: `n` itself (the replay that follows starts after it), or the
+ *   newest id when `n` is past it (an id from an earlier run of the server would otherwise make
+ *   every later reconnect replay nothing);
+ * - anything else (the whole log is replayed): `'0'`.
+ *
+ * With an asynchronous log (a shared one, on Redis) the stream's frames wait until the id is read;
+ * a failed read errors the stream. A log without `newestId` primes with `retry:` alone when it
+ * would need it.
+ *
+ * @example
+ * feed$.pipe(replayFrom(lastEventId, log), primeStream(lastEventId, log, 1000), keepAlive(15_000))
+ *   .subscribe((frame) => res.write(encodeFrame(frame)));
+ * // first bytes: 'id: 0\nretry: 1000\ndata:\n\n'
+ * @param lastEventId the `Last-Event-ID` request header, as given to `replayFrom`.
+ * @param log the session's event log.
+ * @param retry the reconnection time sent as `retry:`, in milliseconds (a non-negative integer;
+ *   the endpoint's option `reconnectDelay`, which defaults to 1000).
+ * @throws InvalidOptionError when `retry` is not a non-negative integer.
+ * @see replayFrom
+ * @see withEventIds
+ */
+export function primeStream(lastEventId: string | null | undefined, log: EventLog, retry: number): MonoTypeOperatorFunction<Frame> {
+  if (!Number.isSafeInteger(retry) || retry < 0) {
+    throw new InvalidOptionError('primeStream retry', 'a non-negative integer of milliseconds', retry);
+  }
+  return (source) =>
+    new Observable<Frame>((subscriber) => {
+      const id = primingId(lastEventId, log);
+      if (!isThenable(id)) {
+        subscriber.next(priming(id, retry));
+        // Handing `subscriber` itself to the source lets unsubscribing stop a synchronous source.
+        if (!subscriber.closed) source.subscribe(subscriber);
+        return;
+      }
+      const holding = new HoldingSubscriber(subscriber);
+      id.then(
+        (known) => {
+          if (subscriber.closed) return;
+          subscriber.next(priming(known, retry));
+          holding.release();
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+      source.subscribe(holding);
+    });
+}
+
+/** The id a client is primed with (see {@link primeStream}); `undefined` when the log cannot tell. */
+function primingId(lastEventId: string | null | undefined, log: EventLog): string | undefined | Promise<string | undefined> {
+  if (lastEventId !== undefined && lastEventId !== null && !DECIMAL.test(lastEventId)) return '0';
+  const newest = log.newestId?.();
+  const given = lastEventId ?? undefined;
+  if (isThenable(newest)) return Promise.resolve(newest).then((known) => lowest(given, known));
+  return lowest(given, newest);
+}
+
+function lowest(given: string | undefined, newest: string | undefined): string | undefined {
+  if (given === undefined) return newest;
+  if (newest === undefined || !DECIMAL.test(newest)) return given;
+  return BigInt(given) <= BigInt(newest) ? given : newest;
+}
+
+function priming(eventId: string | undefined, retry: number): PrimingFrame {
+  return eventId === undefined ? { type: 'prime', retry } : { type: 'prime', eventId, retry };
+}
+
+/** Holds the stream's frames (and its completion) until the priming event is out. */
+class HoldingSubscriber extends Subscriber<Frame> {
+  private held: Frame[] | undefined = [];
+  private completed = false;
+
+  release(): void {
+    const held = this.held;
+    this.held = undefined;
+    for (let i = 0; held !== undefined && i < held.length && !this.closed; i++) this.destination.next(held[i]!);
+    if (this.completed && !this.closed) this.destination.complete();
+  }
+
+  protected override _next(frame: Frame): void {
+    if (this.held !== undefined) this.held.push(frame);
+    else this.destination.next(frame);
+  }
+
+  protected override _complete(): void {
+    if (this.held !== undefined) this.completed = true;
+    else this.destination.complete();
+  }
+
+  constructor(destination: Subscriber<Frame>) {
+    super(destination);
+  }
+
+  // `complete` marks a Subscriber stopped, not closed: a held completion is released later.
+}
