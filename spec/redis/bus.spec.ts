@@ -6,7 +6,9 @@ import { RedisBus, type RedisBusOptions } from '../../adapters/redis/bus.js';
 import { redisChannels, type ResyncEvent, type UnrelayedEvent } from '../../adapters/redis/telemetry.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { Hub } from '../../lib/hub.js';
+import { hubResources } from '../../lib/resources.js';
 import { eventually, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
+import { call, frameText, GetStream, initialize, listChangedMessage, updatedMessage } from '../helpers/legacy.js';
 import { redisForSuite } from '../helpers/redis.js';
 import { collecting } from '../helpers/telemetry.js';
 
@@ -155,6 +157,33 @@ test('Redis loses its data (FLUSHALL): every node resyncs its streams once, then
     onA.destroy();
     onB.destroy();
   });
+});
+
+test('a resync reaches legacy GET streams alike: list_changed for each list and resources/updated for each subscribed URI, once, with ids', async () => {
+  const channel = `hub-${Math.random().toString(36).slice(2)}`;
+  const bus = new RedisBus({ redis: suite.server.url, nodeId: 'L', channel, checkInterval: 200 });
+  const hub = new Hub({ bus });
+  const server = await startEndpoint({ hub, resourceProviders: [hubResources(hub)] });
+  try {
+    await bus.ready();
+    const { sessionId } = await initialize(server.url);
+    const get = GetStream.open(server.url, sessionId);
+    await sleep(100); // the GET stream attaches
+    assert.deepEqual((await call(server.url, sessionId, 2, 'resources/subscribe', { uri: URI })).json, { jsonrpc: '2.0', id: 2, result: {} });
+    await suite.raw.flushall();
+    await eventually(() => bus.stats.resyncs === 1, 3000, 'the resync');
+    await get.untilId(4);
+    await sleep(300);
+    const expected = [listChangedMessage('tools'), listChangedMessage('prompts'), listChangedMessage('resources'), updatedMessage(URI)];
+    // The frames after the stream's opening (its priming event is the legacy stream's business).
+    const text = get.withoutKeepAlives;
+    assert.equal(text.slice(text.indexOf('event: message')), expected.map((message, i) => frameText(i + 1, message)).join(''));
+    get.destroy();
+  } finally {
+    await server.close();
+    hub.close();
+    await bus.close();
+  }
 });
 
 test('a node whose next entry was trimmed away resyncs; an entry appended twice is delivered once', async () => {
