@@ -6,7 +6,8 @@
 //                streams; it publishes itself (hub.notifyResourceUpdated).
 //   fleet        a redis-server, one publisher process (a Hub on a RedisBus, no streams), two
 //                serving processes (Hub on a RedisBus + McpEndpoint) holding N/2 streams each;
-//                the publisher's notifications reach the streams only through Redis pub/sub.
+//                the publisher's notifications reach the streams only through Redis (the bus's stream:
+//                XADD on the publisher, XREAD + a read script on each serving node).
 //   relay        the same with one serving process holding all N streams: the cost of the Redis
 //                hop alone (the fleet row also gains a second core for serving).
 // A separate load-generator process opens the N `subscriptions/listen` streams on raw TCP
