@@ -141,6 +141,7 @@ export class RedisBus implements HubBus {
   readonly #resyncers = new Set<() => void>();
   readonly #resyncs = new Subject<ResyncEvent>();
   readonly #started: Promise<void>;
+  #onStarted: () => void = () => undefined;
   /** The highest `seq` seen per origin since the last resync. */
   readonly #seen = new Map<string, number>();
   #outbox: Pending[] = [];
@@ -180,8 +181,8 @@ export class RedisBus implements HubBus {
       retryStrategy: backoff(maxReconnectDelay),
     });
     this.#reader.defineCommand('mcpRxHubRead', { numberOfKeys: 2, lua: READ });
-    this.#started = this.#read().then(() => void this.#loop());
-    this.#started.catch(() => undefined);
+    this.#started = new Promise((resolve) => (this.#onStarted = resolve));
+    void this.#loop();
   }
 
   /** A snapshot of the counters; see {@link RedisBusStats}. */
@@ -288,13 +289,15 @@ export class RedisBus implements HubBus {
     let more = false;
     while (this.#closing === undefined) {
       try {
-        if (!more) await this.#reader.xread('COUNT', 1, 'BLOCK', this.#checkInterval, 'STREAMS', this.channel, this.#last === '$' ? '0-0' : this.#last);
+        if (!more && this.#last !== '$') await this.#reader.xread('COUNT', 1, 'BLOCK', this.#checkInterval, 'STREAMS', this.channel, this.#last);
         more = await this.#read();
-      } catch {
+      } catch (error) {
         more = false;
-        // The connection dropped (the command is resent after the reconnection) or Redis refused:
-        // wait a little rather than spin.
-        if (this.#closing === undefined) await new Promise((resolve) => setTimeout(resolve, Math.min(this.#retryDelay, 100)));
+        if (this.#closing !== undefined) return;
+        // Redis refused the read (a lost connection just resends it after the reconnection): say
+        // so, and wait a little rather than spin.
+        if (this.#reader.status === 'ready') reportError('hub', error);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(this.#retryDelay, 100)));
       }
     }
   }
@@ -308,6 +311,7 @@ export class RedisBus implements HubBus {
       // The first read: start after the newest entry; what came before this node is not its business.
       this.#epoch = epoch;
       this.#last = newest ?? '0-0';
+      this.#onStarted();
       return false;
     }
     if (epoch !== this.#epoch) {
