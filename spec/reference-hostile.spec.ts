@@ -77,7 +77,9 @@ async function swapper(script: string, dir: string): Promise<() => Promise<strin
   };
 }
 
-// pub <-> a link to private/, by renames (each step atomic), spending about as long in each state.
+// pub <-> a link to private/, by renames (each step atomic), spending about as long in each state:
+// bursts of 40 ms, then 40 ms left public, so that the watcher, which drops pub/ while it is a
+// link, lists pub/file.txt again and reads keep reaching the race rather than "not found".
 const SWAP_FOLDER = `
 const fs = require('fs'), path = require('path');
 const dir = process.argv[1];
@@ -87,11 +89,12 @@ process.on('SIGTERM', () => process.exit(0));
 console.log('ready');
 const spin = () => { const end = process.hrtime.bigint() + 200000n; while (process.hrtime.bigint() < end); };
 (function loop() {
-  for (let i = 0; i < 200; i++) {
+  const end = Date.now() + 40;
+  while (Date.now() < end) {
     fs.renameSync(pub, real); fs.renameSync(link, pub); spin();
     fs.renameSync(pub, link); fs.renameSync(real, pub); spin();
   }
-  setImmediate(loop);
+  setTimeout(loop, 40);
 })();
 `;
 

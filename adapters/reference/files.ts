@@ -124,7 +124,10 @@ interface WatchSession {
    */
   touched: Set<string> | undefined;
   closed: boolean;
-  /** Identity of the served directory at the last look (`undefined`: missing, or not a real directory). */
+  /**
+   * Identity of the served directory as last seen, by a look or by a scan that watched it
+   * (`undefined`: missing, or not a real directory there).
+   */
   rootIdentity: string | undefined;
   /** Looks at the served directory every {@link ROOT_POLL_MS}: it may be deleted, recreated or replaced. */
   readonly rootPoll: NodeJS.Timeout;
@@ -475,8 +478,11 @@ export class FileResources {
 
   /**
    * Notices the served directory deleted, recreated, renamed away and back, or replaced (by
-   * another directory or a link): every watch then follows an inode that is no longer the
-   * served one, so all are dropped and the whole tree is rescanned and watched again.
+   * another directory or a link). Its own watch cannot tell: it follows an inode, and once the
+   * directory is gone nothing reports a new one at the same path. So the path is looked at, and
+   * when what is there differs from what the watches were set up on, the whole tree is
+   * rescanned: directories that are still the same keep their watch, others get a new one, and
+   * what vanished is unwatched.
    */
   async #lookAtRoot(session: WatchSession): Promise<void> {
     const stat = await fsp.lstat(this.root).catch(() => undefined);
@@ -484,8 +490,6 @@ export class FileResources {
     const identity = stat?.isDirectory() ? identityOf(stat) : undefined;
     if (identity === session.rootIdentity) return;
     session.rootIdentity = identity;
-    for (const { watcher } of session.watchers.values()) watcher.close();
-    session.watchers.clear();
     this.#schedule(session, this.root);
   }
 
@@ -626,7 +630,10 @@ export class FileResources {
     const found = await inDirectory(dir, async (pinned, stat) => {
       into.set(dir, 'collection');
       // Watch before listing: whatever is created meanwhile is either listed or reported.
-      if (session) this.#watchPinned(session, dir, pinned, stat);
+      if (session) {
+        this.#watchPinned(session, dir, pinned, stat);
+        if (dir === this.root) session.rootIdentity = identityOf(stat);
+      }
       const dirents = await fsp.readdir(pinned, { withFileTypes: true }).catch(() => []);
       const subdirs: string[] = [];
       for (const dirent of dirents) {
@@ -638,6 +645,8 @@ export class FileResources {
     });
     if (found === undefined) {
       if (session) this.#unwatch(session, dir);
+      // Gone or replaced: the next look at the root that finds a directory there rescans.
+      if (session && dir === this.root) session.rootIdentity = undefined;
       return;
     }
     for (const subdir of found) await this.#scanTree(subdir, into, session);
