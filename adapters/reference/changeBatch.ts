@@ -48,7 +48,8 @@ export class Batch {
   readonly #isPrivate: (p: string) => boolean;
   readonly #collections = new Set<string>();
   readonly #privateCollections = new Set<string>();
-  readonly #updated: string[] = [];
+  /** Files whose content changed, in the order first seen (a file settled twice in one flush is one change). */
+  readonly #updated = new Set<string>();
   #tools = false;
   #prompts = false;
 
@@ -66,7 +67,7 @@ export class Batch {
   }
 
   updated(p: string): void {
-    this.#updated.push(p);
+    this.#updated.add(p);
     this.#touch(p);
   }
 

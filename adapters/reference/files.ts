@@ -191,6 +191,12 @@ export class FileResources {
   readonly #rootPrefix: string;
   readonly #privateDir: string;
   #entries = new Map<string, Kind>();
+  /**
+   * Version (`ino:mtime:size` of the entry itself) of each known file, so that a rescan reports
+   * files that changed while nothing watched them: the served directory renamed away, edited and
+   * renamed back, or replaced by another one holding files of the same names.
+   */
+  #versions = new Map<string, string>();
   #byUri = new Map<string, string>();
   #session: WatchSession | undefined;
   #closed = false;
@@ -249,7 +255,7 @@ export class FileResources {
       throw new Error(`${root} is not a directory; FileResources.open needs the directory to serve`);
     }
     const files = new FileResources(root, options);
-    files.#replaceEntries(await files.#scan());
+    files.#replaceEntries(...(await files.#scan()));
     return files;
   }
 
@@ -272,7 +278,7 @@ export class FileResources {
       await session.ready;
     } else {
       const fresh = await this.#scan();
-      if (!this.#session) this.#replaceEntries(fresh);
+      if (!this.#session) this.#replaceEntries(...fresh);
     }
     const out: ResourceDescriptor[] = [];
     for (const [uri, p] of this.#byUri) {
@@ -587,10 +593,14 @@ export class FileResources {
     const prefix = p.endsWith(path.sep) ? p : p + path.sep;
     for (const [q, kind] of this.#entries) if (q === p || q.startsWith(prefix)) before.set(q, kind);
     const after = new Map<string, Kind>();
+    const versions = new Map<string, string>();
     const parentKnown = p === this.root || this.#entries.get(path.dirname(p)) === 'collection';
-    const kind = p === this.root ? 'collection' : parentKnown ? await this.#classify(p) : undefined;
-    if (kind === 'collection') await this.#scanTree(p, after, session);
-    else if (kind === 'file') after.set(p, 'file');
+    const found = p === this.root ? ({ kind: 'collection', version: '' } as const) : parentKnown ? await this.#classify(p) : undefined;
+    if (found?.kind === 'collection') await this.#scanTree(p, after, versions, session);
+    else if (found?.kind === 'file') {
+      after.set(p, 'file');
+      versions.set(p, found.version);
+    }
     if (session.closed) return;
     const touched = batch === undefined ? session.touched : undefined;
     const deferred = (q: string) =>
@@ -604,28 +614,35 @@ export class FileResources {
     for (const [q, now] of after) {
       const was = before.get(q);
       if (was === now) {
-        if (q === p && now === 'file') batch?.updated(q);
+        if (now === 'file') {
+          const known = this.#versions.get(q);
+          const version = versions.get(q);
+          if (version !== undefined) this.#versions.set(q, version);
+          // An event on the file itself is a change; found by a rescan, only a different version is.
+          if (q === p || (known !== undefined && version !== undefined && known !== version)) batch?.updated(q);
+        }
         continue;
       }
       if (deferred(q)) continue;
-      this.#remember(q, now);
+      this.#remember(q, now, versions.get(q));
       batch?.listChanged(q, now);
     }
   }
 
-  /** A fresh map of the whole tree, watching nothing. */
-  async #scan(): Promise<Map<string, Kind>> {
+  /** A fresh map of the whole tree and the versions of its files, watching nothing. */
+  async #scan(): Promise<[Map<string, Kind>, Map<string, string>]> {
     const into = new Map<string, Kind>();
-    await this.#scanTree(this.root, into, undefined);
-    return into;
+    const versions = new Map<string, string>();
+    await this.#scanTree(this.root, into, versions, undefined);
+    return [into, versions];
   }
 
   /**
-   * Adds `dir` and everything under it to `into`, watching each directory when `session` is
-   * given. A directory that is not a real directory at its own path (deleted, or swapped for a
+   * Adds `dir` and everything under it to `into` (and the version of each file to `versions`),
+   * watching each directory when `session` is given. A directory that is not a real directory at its own path (deleted, or swapped for a
    * link) is left out with everything under it; the root is always kept, empty when missing.
    */
-  async #scanTree(dir: string, into: Map<string, Kind>, session: WatchSession | undefined): Promise<void> {
+  async #scanTree(dir: string, into: Map<string, Kind>, versions: Map<string, string>, session: WatchSession | undefined): Promise<void> {
     if (dir === this.root) into.set(dir, 'collection');
     const found = await inDirectory(dir, async (pinned, stat) => {
       into.set(dir, 'collection');
@@ -639,7 +656,11 @@ export class FileResources {
       for (const dirent of dirents) {
         const p = path.join(dir, dirent.name);
         if (dirent.isDirectory()) subdirs.push(p);
-        else if (dirent.isFile() || (dirent.isSymbolicLink() && (await this.#linkKind(p)) === 'file')) into.set(p, 'file');
+        else if (dirent.isFile() || (dirent.isSymbolicLink() && (await this.#linkKind(p)) === 'file')) {
+          into.set(p, 'file');
+          const stat = await fsp.lstat(path.join(pinned, dirent.name)).catch(() => undefined);
+          if (stat !== undefined) versions.set(p, versionOf(stat));
+        }
       }
       return subdirs;
     });
@@ -649,16 +670,15 @@ export class FileResources {
       if (session && dir === this.root) session.rootIdentity = undefined;
       return;
     }
-    for (const subdir of found) await this.#scanTree(subdir, into, session);
+    for (const subdir of found) await this.#scanTree(subdir, into, versions, session);
   }
 
-  /** What `p` is now, looked up inside its parent as opened (a swapped parent hides nothing). */
-  async #classify(p: string): Promise<Kind | undefined> {
+  /** What `p` is now, looked up inside its parent as opened (a swapped parent hides nothing), and its version. */
+  async #classify(p: string): Promise<{ readonly kind: Kind; readonly version: string } | undefined> {
     const stat = await inDirectory(path.dirname(p), (pinned) => fsp.lstat(path.join(pinned, path.basename(p))).catch(() => undefined));
     if (stat === undefined) return undefined;
-    if (stat.isFile()) return 'file';
-    if (stat.isDirectory()) return 'collection';
-    return stat.isSymbolicLink() ? this.#linkKind(p) : undefined;
+    const kind = stat.isFile() ? 'file' : stat.isDirectory() ? 'collection' : stat.isSymbolicLink() ? await this.#linkKind(p) : undefined;
+    return kind === undefined ? undefined : { kind, version: versionOf(stat) };
   }
 
   /**
@@ -723,14 +743,16 @@ export class FileResources {
     this.#warn(message);
   }
 
-  #replaceEntries(entries: Map<string, Kind>): void {
+  #replaceEntries(entries: Map<string, Kind>, versions: Map<string, string>): void {
     this.#entries = new Map();
     this.#byUri = new Map();
-    for (const [p, kind] of entries) this.#remember(p, kind);
+    this.#versions = new Map();
+    for (const [p, kind] of entries) this.#remember(p, kind, versions.get(p));
   }
 
-  #remember(p: string, kind: Kind): void {
+  #remember(p: string, kind: Kind, version: string | undefined): void {
     this.#entries.set(p, kind);
+    if (version !== undefined && kind === 'file') this.#versions.set(p, version);
     this.#byUri.set(kind === 'collection' ? collectionUri(p) : fileUri(p), p);
   }
 
@@ -738,6 +760,7 @@ export class FileResources {
     const kind = this.#entries.get(p);
     if (kind === undefined) return;
     this.#entries.delete(p);
+    this.#versions.delete(p);
     this.#byUri.delete(kind === 'collection' ? collectionUri(p) : fileUri(p));
   }
 
@@ -766,6 +789,11 @@ export class FileResources {
       // A throwing warning sink must not break watching.
     }
   }
+}
+
+/** What tells a file's content changed without reading it: the entry's inode, modification time and size. */
+function versionOf(stat: Stats): string {
+  return `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
 }
 
 /** What tells one directory from another made later at the same path (inode numbers are reused). */

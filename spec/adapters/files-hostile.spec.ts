@@ -67,6 +67,8 @@ async function settle(seen: FileChange[], what: string): Promise<FileChange[]> {
   return seen.splice(0);
 }
 
+const fsEventHandles = () => process.getActiveResourcesInfo().filter((name) => name === 'FSEventWrap').length;
+
 const uris = async (files: FileResources, scopes = PRIVATE) => (await files.list(scopes)).map((r) => r.uri);
 
 test('maxReadBytes: a positive integer of bytes, else an InvalidOptionError naming it', async () => {
@@ -209,8 +211,18 @@ test('a change under private/ is marked scope private, its public collections in
 for (const [name, away, back] of [
   ['deleted and created again', (dir: string) => fsp.rm(dir, { recursive: true }), (dir: string) => fsp.mkdir(dir)],
   ['renamed away and back', (dir: string) => fsp.rename(dir, `${dir}.away`), (dir: string) => fsp.rename(`${dir}.away`, dir)],
+  [
+    'replaced by another directory',
+    (dir: string) => fsp.rename(dir, `${dir}.old`),
+    async (dir: string) => {
+      await fsp.mkdir(`${dir}.new`);
+      await fsp.mkdir(path.join(`${dir}.new`, 'pub'));
+      await fsp.rename(`${dir}.new`, dir);
+    },
+  ],
 ] as const) {
   test(`the served directory ${name}: listing and changes resume within a few seconds`, async () => {
+    const baseline = fsEventHandles();
     const dir = await fixture();
     const files = await open(dir);
     const seen = record(files);
@@ -235,7 +247,39 @@ for (const [name, away, back] of [
     await fsp.writeFile(path.join(dir, 'top.txt'), 'top');
     const created = await settle(seen, 'a create at the top after coming back');
     assert.equal(created, [{ kind: 'listChanged', uris: [u] }]);
+    // One watch per directory there now, none left on what went away.
+    const collections = (await uris(files)).filter((uri) => uri.endsWith('/')).length;
+    assert.is(fsEventHandles() - baseline, collections);
   });
 }
+
+test('the served directory swapped for another holding the same names: each file whose content differs is updated', async () => {
+  const dir = await fixture();
+  const files = await open(dir);
+  const seen = record(files);
+  const u = files.rootUri;
+  await files.list(NONE);
+  const next = `${dir}.next`;
+  await fsp.mkdir(path.join(next, 'pub'), { recursive: true });
+  await fsp.mkdir(path.join(next, 'private'));
+  await fsp.writeFile(path.join(next, 'README.md'), '# hello, again\n');
+  await fsp.writeFile(path.join(next, 'pub', 'file.txt'), 'public, deployed\n');
+  await fsp.writeFile(path.join(next, 'private', 'file.txt'), 'PRIVATE, deployed\n');
+  await fsp.writeFile(path.join(next, 'private', 'only-private.txt'), 'PRIVATE TOO\n');
+  // A deploy: the new tree renamed over the old one, in two renames back to back.
+  await fsp.rename(dir, `${dir}.old`);
+  await fsp.rename(next, dir);
+  await until('the updates', () => seen.filter((c) => c.kind === 'updated').length >= 4);
+  await sleep(QUIET_MS);
+  const updated = seen.flatMap((c) => (c.kind === 'updated' ? [`${c.uris[0]}${c.scope ? ` (${c.scope})` : ''}`] : [])).sort();
+  assert.equal(updated, [
+    `${u}README.md`,
+    `${u}private/file.txt (private)`,
+    `${u}private/only-private.txt (private)`,
+    `${u}pub/file.txt`,
+  ]);
+  assert.not.ok(seen.some((c) => c.kind === 'listChanged'), JSON.stringify(seen));
+  assert.is((await files.read(`${u}pub/file.txt`, NONE))?.contents[0]?.text, 'public, deployed\n');
+});
 
 test.run();
