@@ -46,7 +46,8 @@ export async function openRegularFile(p: string, accept: (real: string) => boole
   }
   try {
     const stat = await handle.stat();
-    if (!stat.isFile()) return close(handle);
+    // Unlinked since it was opened: gone, and its kernel path would carry a " (deleted)" suffix.
+    if (!stat.isFile() || stat.nlink === 0) return close(handle);
     const real = await openedPath(handle.fd, p, stat);
     if (real === undefined || !accept(real)) return close(handle);
     return { handle, real, stat };
