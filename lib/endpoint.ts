@@ -7,6 +7,7 @@ import { HttpError } from './httpError.js';
 import type { Hub } from './hub.js';
 import { ErrorCode, exceedsBytes, isJsonRpcId, JsonRpcError, type JsonRpcId, MAX_REQUEST_ID_BYTES } from './jsonrpc.js';
 import {
+  LEGACY_PROTOCOL_VERSIONS,
   LegacySessions,
   type LiveSession,
   resolveSessionOptions,
@@ -26,6 +27,13 @@ import { reportError } from './telemetry.js';
 
 /** The protocol revision of the modern era (`subscriptions/listen`). */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+
+/**
+ * Every published revision of the legacy era (2024-11-05 to 2025-11-25): a request naming one is
+ * served in the legacy era (a session answers it at the newest of {@link LEGACY_PROTOCOL_VERSIONS});
+ * any other `MCP-Protocol-Version` but 2026-07-28 gets HTTP 400.
+ */
+const RECOGNIZED_LEGACY_VERSIONS: readonly string[] = Object.freeze([...LEGACY_PROTOCOL_VERSIONS, '2025-03-26', '2024-11-05']);
 
 /** Response headers of every SSE stream (DESIGN M5). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -329,6 +337,19 @@ export class McpEndpoint {
     const refused = this.#hostCheck?.(request);
     if (refused !== undefined) return jsonError(403, null, new JsonRpcError(ErrorCode.InvalidRequest, refused));
     const legacy = this.#legacy;
+    // MCP 2025-06-18 (transports): "If the server receives a request with an invalid or unsupported
+    // MCP-Protocol-Version, it MUST respond with 400 Bad Request." Judged before anything else.
+    // Earlier published revisions are recognized (a session negotiated from one runs at the newest
+    // legacy revision, as `initialize` answers); a string that names no revision is refused.
+    const asked = request.header('mcp-protocol-version');
+    if (asked !== undefined && asked !== MODERN_PROTOCOL_VERSION && (legacy === undefined || !RECOGNIZED_LEGACY_VERSIONS.includes(asked))) {
+      const spoken = legacy === undefined ? [MODERN_PROTOCOL_VERSION] : [MODERN_PROTOCOL_VERSION, ...LEGACY_PROTOCOL_VERSIONS];
+      return jsonError(
+        400,
+        null,
+        new JsonRpcError(ErrorCode.InvalidRequest, `unsupported MCP-Protocol-Version ${JSON.stringify(asked)}; this server supports ${spoken.join(', ')}`),
+      );
+    }
     const sessionId = request.header('mcp-session-id');
     if (legacy !== undefined && sessionId !== undefined) return this.#session(legacy, sessionId, request);
     if (request.method !== 'POST') {
