@@ -7,7 +7,7 @@
 
 /* Hub */
 export { Hub, NotificationMethod } from './lib/index.js';
-export type { HubBus, HubEvent, HubOptions, TaskStatus, TopicSelector } from './lib/index.js';
+export type { HubBus, HubEvent, HubOptions, PublishOptions, TaskStatus, TopicSelector } from './lib/index.js';
 
 /* Listen assembly */
 export { listenStream, notifications, StalledStreamError } from './lib/index.js';
@@ -19,6 +19,8 @@ export {
   filterNames,
   parseListenFilter,
   MAX_FILTER_ENTRIES,
+  MAX_TASK_ID_BYTES,
+  MAX_URI_BYTES,
   CLIENT_CAPABILITIES_META_KEY,
   TASKS_EXTENSION_ID,
 } from './lib/index.js';
@@ -36,13 +38,13 @@ export { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from './lib
 export type { CloseTrigger } from './lib/index.js';
 
 /* Frames and encoding */
-export { controlFrame, isNotification, KEEP_ALIVE, notificationFrame } from './lib/index.js';
-export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, TopicKind } from './lib/index.js';
-export { encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './lib/index.js';
+export { controlFrame, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './lib/index.js';
+export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, PrimingFrame, TopicKind } from './lib/index.js';
+export { encodedByteLength, encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './lib/index.js';
 export type { SseEvent } from './lib/index.js';
 
 /* JSON-RPC and errors */
-export { ErrorCode, isJsonRpcId, JsonRpcError, SUBSCRIPTION_ID_META_KEY } from './lib/index.js';
+export { ErrorCode, isJsonRpcId, JsonRpcError, MAX_REQUEST_ID_BYTES, SUBSCRIPTION_ID_META_KEY } from './lib/index.js';
 export type {
   JsonRpcErrorObject,
   JsonRpcErrorResponse,
@@ -83,7 +85,9 @@ export type { DropEvent, ErrorEvent, StartEvent, StopEvent, StopReason } from '.
 export { ackThenNotify } from './operators/ackThenNotify.js';
 export { closeWhen } from './operators/closeWhen.js';
 export type { CloseNotice } from './operators/closeWhen.js';
-export { dropWhenQueueExceeds } from './operators/dropWhenQueueExceeds.js';
+export { DEFAULT_QUEUE_BYTES, dropWhenQueueExceeds } from './operators/dropWhenQueueExceeds.js';
+export type { DropHandler, QueueLimits } from './operators/dropWhenQueueExceeds.js';
+export { primeStream } from './operators/primeStream.js';
 export { keepAlive } from './operators/keepAlive.js';
 export { replayFrom } from './operators/replayFrom.js';
 export { restoreSubscriptions } from './operators/restoreSubscriptions.js';

@@ -3,7 +3,7 @@
 
 /* Hub */
 export { Hub, NotificationMethod } from './hub.js';
-export type { HubBus, HubEvent, HubOptions, TaskStatus, TopicSelector } from './hub.js';
+export type { HubBus, HubEvent, HubOptions, PublishOptions, TaskStatus, TopicSelector } from './hub.js';
 
 /* Listen assembly */
 export { listenStream, notifications, StalledStreamError } from './listen.js';
@@ -15,6 +15,8 @@ export {
   filterNames,
   parseListenFilter,
   MAX_FILTER_ENTRIES,
+  MAX_TASK_ID_BYTES,
+  MAX_URI_BYTES,
   CLIENT_CAPABILITIES_META_KEY,
   TASKS_EXTENSION_ID,
 } from './filter.js';
@@ -32,13 +34,13 @@ export { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from './clo
 export type { CloseTrigger } from './closeTriggers.js';
 
 /* Frames and encoding */
-export { controlFrame, isNotification, KEEP_ALIVE, notificationFrame } from './frame.js';
-export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, TopicKind } from './frame.js';
-export { encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './encode.js';
+export { controlFrame, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './frame.js';
+export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, PrimingFrame, TopicKind } from './frame.js';
+export { encodedByteLength, encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './encode.js';
 export type { SseEvent } from './encode.js';
 
 /* JSON-RPC and errors */
-export { ErrorCode, isJsonRpcId, JsonRpcError, SUBSCRIPTION_ID_META_KEY } from './jsonrpc.js';
+export { ErrorCode, isJsonRpcId, JsonRpcError, MAX_REQUEST_ID_BYTES, SUBSCRIPTION_ID_META_KEY } from './jsonrpc.js';
 export type {
   JsonRpcErrorObject,
   JsonRpcErrorResponse,
