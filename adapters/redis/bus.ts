@@ -77,7 +77,6 @@ return {epoch, oldest[1] and oldest[1][1] or false, newest[1] and newest[1][1] o
 
 type ReadReply = [epoch: string, oldest: string | null, newest: string | null, entries: [id: string, fields: string[]][]];
 
-const BATCH = 1000;
 
 /** One queued local event: its sequence number and the fields of its stream entry. */
 interface Pending {
@@ -135,6 +134,8 @@ export class RedisBus implements HubBus {
   readonly #origin: string;
   readonly #maxLength: string;
   readonly #maxOutbox: number;
+  /** Entries per read: at most 1000, at most `maxLength`. */
+  readonly #batch: number;
   readonly #checkInterval: number;
   readonly #retryDelay: number;
   readonly #deliverers = new Set<(event: HubEvent) => void>();
@@ -158,7 +159,9 @@ export class RedisBus implements HubBus {
     this.channel = checkName('channel', options.channel, 'mcp-rx-streams:hub');
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
     const publishTimeout = checkMilliseconds('publishTimeout', options.publishTimeout, 2000);
-    this.#maxLength = String(checkCount('maxLength', options.maxLength, 10_000));
+    const maxLength = checkCount('maxLength', options.maxLength, 10_000);
+    this.#maxLength = String(maxLength);
+    this.#batch = Math.min(1000, maxLength);
     this.#maxOutbox = checkCount('maxOutbox', options.maxOutbox, 10_000);
     this.#checkInterval = checkMilliseconds('checkInterval', options.checkInterval, 1000);
     this.#retryDelay = maxReconnectDelay;
@@ -284,15 +287,36 @@ export class RedisBus implements HubBus {
     reportUnrelayed({ topic, reason, unrelayed: ++this.#stats.unrelayed });
   }
 
-  /** Waits for entries after the last id (or `checkInterval`), then reads them; until closed. */
+  /**
+   * Reads the stream until closed. Mostly a blocking `XREAD COUNT batch`: a reply with fewer than
+   * `batch` entries proves nothing after the last id was trimmed (trimming keeps at least
+   * `maxLength` entries, all newer than anything it removed, and `batch <= maxLength`), so its
+   * entries are delivered as they are. A full reply, an idle `checkInterval`, and at least every
+   * `checkInterval` under load, go through the read script instead, which also checks the epoch
+   * and the oldest id atomically with the read.
+   */
   async #loop(): Promise<void> {
-    let more = false;
+    let check = true;
+    let checked = 0;
     while (this.#closing === undefined) {
       try {
-        if (!more && this.#last !== '$') await this.#reader.xread('COUNT', 1, 'BLOCK', this.#checkInterval, 'STREAMS', this.channel, this.#last);
-        more = await this.#read();
+        if (check || this.#last === '$' || Date.now() - checked >= this.#checkInterval) {
+          check = await this.#read();
+          checked = Date.now();
+          continue;
+        }
+        const reply = (await this.#reader.xread('COUNT', this.#batch, 'BLOCK', this.#checkInterval, 'STREAMS', this.channel, this.#last)) as
+          | [stream: string, entries: [id: string, fields: string[]][]][]
+          | null;
+        if (this.#closing !== undefined) return;
+        const entries = reply?.[0]?.[1] ?? [];
+        if (reply === null || entries.length >= this.#batch) {
+          check = true;
+          continue;
+        }
+        this.#deliverAll(entries);
       } catch (error) {
-        more = false;
+        check = true;
         if (this.#closing !== undefined) return;
         // Redis refused the read (a lost connection just resends it after the reconnection): say
         // so, and wait a little rather than spin.
@@ -302,10 +326,18 @@ export class RedisBus implements HubBus {
     }
   }
 
+  #deliverAll(entries: readonly [id: string, fields: string[]][]): void {
+    let resynced = false;
+    for (const [id, fields] of entries) {
+      this.#last = id;
+      resynced = this.#receive(fields, resynced) || resynced;
+    }
+  }
+
   /** One read; returns whether more entries may be waiting. */
   async #read(): Promise<boolean> {
     const reader = this.#reader as Redis & { mcpRxHubRead(stream: string, epochKey: string, last: string, count: number, candidate: string): Promise<ReadReply> };
-    const [epoch, oldest, newest, entries] = await reader.mcpRxHubRead(this.channel, this.#epochKey, this.#last, BATCH, randomUUID());
+    const [epoch, oldest, newest, entries] = await reader.mcpRxHubRead(this.channel, this.#epochKey, this.#last, this.#batch, randomUUID());
     if (this.#closing !== undefined) return false;
     if (this.#epoch === undefined || this.#last === '$') {
       // The first read: start after the newest entry; what came before this node is not its business.
@@ -327,12 +359,8 @@ export class RedisBus implements HubBus {
       this.#resync('trimmed');
       return true;
     }
-    let resynced = false;
-    for (const [id, fields] of entries) {
-      this.#last = id;
-      resynced = this.#receive(fields, resynced) || resynced;
-    }
-    return entries.length === BATCH;
+    this.#deliverAll(entries);
+    return entries.length === this.#batch;
   }
 
   /** Delivers one entry; returns whether it caused a resync. */
