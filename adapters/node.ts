@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Subscriber } from 'rxjs';
 import { Broadcast } from '../lib/broadcast.js';
-import { encodeFrame } from '../lib/encode.js';
+import { encodeFrame, KEEP_ALIVE_TEXT } from '../lib/encode.js';
 import type { Frame } from '../lib/frame.js';
 import type { EndpointRequest, EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
 import { StalledStreamError } from '../lib/stallGuard.js';
@@ -112,6 +112,9 @@ function flushDirty(): void {
  */
 const WRITE_CHUNK = 16_384;
 
+/** Milliseconds after a keep-alive on a paused connection before the probe that finds a gone peer (see `probeLater`). */
+const PROBE_DELAY_MS = 50;
+
 /**
  * The streams of each connection: one `'close'` listener per socket, however many streaming
  * responses are pipelined on it.
@@ -154,6 +157,7 @@ class SseWriter extends Subscriber<Frame> {
   // At most WRITE_CHUNK of them wait: once a write returns false the stream queues upstream.
   private pending = '';
   private scheduled = false;
+  private probing = false;
   private readonly onDrain = () => {
     try {
       this.demand.next(true);
@@ -203,6 +207,30 @@ class SseWriter extends Subscriber<Frame> {
     this.unsubscribe();
   }
 
+  /**
+   * node:http stops reading a connection whose client pipelines requests faster than their
+   * responses go out (`socket.pause()`), and a paused socket never sees its peer leave: the
+   * responses queued behind this one would hold their slots until a write failed. The first
+   * write after the peer left only provokes its reset, so after a keep-alive on such a socket a
+   * second one follows shortly: if the peer is gone, that write fails, the socket closes and every
+   * stream on it is released, within one keep-alive interval (plus PROBE_DELAY_MS) of the peer
+   * leaving.
+   */
+  private probeLater(): void {
+    const { socket, res } = this;
+    if (this.probing || res.socket !== socket || !socket.isPaused()) return;
+    this.probing = true;
+    setTimeout(() => {
+      this.probing = false;
+      if (this.gone || this.closed || socket.destroyed) return;
+      try {
+        res.write(KEEP_ALIVE_TEXT);
+      } catch (error) {
+        this.fail(error);
+      }
+    }, PROBE_DELAY_MS).unref();
+  }
+
   flush(): void {
     this.scheduled = false;
     if (this.pending === '' || this.gone) return;
@@ -223,6 +251,7 @@ class SseWriter extends Subscriber<Frame> {
       this.fail(error);
       return;
     }
+    if (frame.type === 'comment') this.probeLater();
     if (this.pending.length >= WRITE_CHUNK) {
       this.flush();
     } else if (!this.scheduled) {

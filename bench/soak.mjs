@@ -9,7 +9,7 @@
 //   normal     listen, read the ack and a few notifications, then hang up
 //   abrupt     send the request and reset the socket at a random point (mid-request-body
 //              included, before or after the response starts)
-//   midwrite   listen to 64 KiB resource URIs and reset mid-notification
+//   midwrite   listen to 8 KiB resource URIs (the longest accepted) and reset mid-notification
 //   stalled    listen, stop reading while notifications flood, then vanish or wait to be dropped
 //   expiring   a token that expires in 50–300 ms: read to the closing frames
 //   lifetime   a per-principal burst over the cap (supersede), read to the closing frames
@@ -21,7 +21,7 @@
 //   legacyBad  hostile requests in and around a session: unknown/garbage session ids (404),
 //              another principal's session (403), wrong params (-32602), batches (400), a GET
 //              replaced by a second GET of the same session
-// A publisher posts tools/resources changes and 64 KiB resource updates every few milliseconds.
+// A publisher posts tools/resources changes and 8 KiB resource updates every few milliseconds.
 // At the end the workers stop, every client socket is destroyed, and the server must hold nothing:
 // endpoint streams, slots and principals at 0, hub topics and registrations at 0, as many stop
 // events as start events; then, after one idle timeout and a final prune sweep, no legacy session,
@@ -124,7 +124,8 @@ channels.drop.subscribe(() => telemetry.drop++);
 
 /* The publisher */
 
-const BIG = Array.from({ length: 4 }, (_, i) => `file:///big/${i}/${'b'.repeat(64 * 1024)}`);
+// The longest URIs accepted (MAX_URI_BYTES, 8 KiB).
+const BIG = Array.from({ length: 4 }, (_, i) => `file:///big/${i}/${'b'.repeat(8 * 1024 - 16)}`);
 const SMALL = Array.from({ length: 50 }, (_, i) => `file:///small/${i}`);
 let publishing = true;
 let published = 0;

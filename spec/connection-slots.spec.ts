@@ -75,6 +75,36 @@ test('a listen pipelined behind a GET stream, and GET streams pipelined behind e
   }
 });
 
+test('a connection node:http stopped reading (large pipelined listens): its queued streams are released within one keep-alive interval of the client leaving', async () => {
+  // 40 listens of about 25 KiB each: node:http reads a few, answers the first with a stream and
+  // pauses the socket (pipelining backpressure), so it cannot see the client leave by reading.
+  const interval = 1000;
+  const server = await startEndpoint({ ...OPTIONS, keepAliveInterval: interval, authenticate: byHeader, maxListensPerPrincipal: 100 });
+  try {
+    const uris = Array.from({ length: 1000 }, (_, i) => `file:///srv/data/${i}`);
+    const big = (id: number) => {
+      const body = listenBody(id, { resourceSubscriptions: uris });
+      return (
+        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n` +
+        `MCP-Protocol-Version: 2026-07-28\r\nX-Principal: big\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      );
+    };
+    const socket = pipelined(server, Array.from({ length: 40 }, (_, i) => big(i)));
+    await eventually(() => server.endpoint.stats.slots >= 2, 3000, 'pipelined listens to hold slots');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const held = server.endpoint.stats.slots;
+    assert.ok(held >= 2, `${held} slots held`);
+    const started = Date.now();
+    socket.destroy();
+    await eventually(() => server.endpoint.stats.slots === 0 && server.endpoint.stats.principals === 0, 3 * interval, 'the slots of the paused connection');
+    const took = Date.now() - started;
+    // The next keep-alive provokes the peer's reset, the probe after it fails: one interval and a bit.
+    assert.ok(took <= interval + 600, `released ${took} ms after the client left (keepAliveInterval ${interval})`);
+  } finally {
+    await server.close();
+  }
+});
+
 test('a streaming request whose connection ends before it is answered (authentication pending) takes no slot', async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
