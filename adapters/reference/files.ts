@@ -1,27 +1,20 @@
 // The reference server's file-system provider: a directory tree served as MCP resources, with
 // its changes published as an Observable.
 //
-// Why not `fs.watch(dir, { recursive: true })`: on Linux, Node 20 emulates it in JavaScript
-// with one inotify watch per *file* (checked on Node 20.20). After an atomic save (write a temp
-// file, rename it over the original) it keeps watching the replaced inode and silently misses
-// every later write to that file, and deleting `notes` also tears down and re-reports
-// `notes2/…` (a string-prefix test). We watch each directory instead (non-recursive
-// `fs.watch`, one inotify watch per directory), add watchers as directories appear, and settle
-// every event against the set of known paths after a per-path debounce.
-//
-// Every directory is listed, watched and looked into through a descriptor whose location the
-// kernel confirmed, and every file is read from the descriptor that was checked (see
-// pinnedFs.ts): a folder swapped for a symbolic link between a check and a use never lends its
-// name to what the link points at.
-import type { FSWatcher, Stats } from 'node:fs';
-import { watch } from 'node:fs';
+// The parts, one job each: tree.ts knows the served tree (which paths, which URIs, what may be
+// served under which name) and scans it; watch.ts keeps it following the disk and settles
+// events into changes; changeBatch.ts turns settled changes into notifications to publish;
+// pinnedFs.ts opens files and directories so that what is used is what was checked; mime.ts
+// names a file's type; demoData.ts writes the sample tree. This file is the provider's face.
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { Observable, Subject, share } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
-import { Batch, collectionUri, fileUri, PRIVATE_SCOPE, type FileChange, type Kind } from './changeBatch.js';
+import { collectionUri, PRIVATE_SCOPE, type FileChange, type Kind } from './changeBatch.js';
 import { isTextType, mimeTypeOf, sniffText } from './mime.js';
-import { inDirectory, openRegularFile, readAtMost, watchDirectorySync, type ReadTooLarge } from './pinnedFs.js';
+import { openRegularFile, readAtMost, type ReadTooLarge } from './pinnedFs.js';
+import { ServedTree } from './tree.js';
+import { TreeWatch } from './watch.js';
 
 export { ensureDemoData } from './demoData.js';
 
@@ -106,40 +99,7 @@ export class ResourceTooLargeError extends Error {
   }
 }
 
-/** State of one watching period: from the first subscriber of `changes()` to the last unsubscribe. */
-interface WatchSession {
-  readonly emit: (change: FileChange) => void;
-  /** The watch of each directory, with the identity (`dev:ino:birthtime`) of the directory it watches. */
-  readonly watchers: Map<string, { readonly watcher: FSWatcher; readonly identity: string }>;
-  readonly timers: Map<string, { readonly timer: NodeJS.Timeout; readonly first: number }>;
-  readonly due: Set<string>;
-  drain: NodeJS.Immediate | undefined;
-  /** Every reconcile runs on this chain, one at a time, so the known set never sees two writers. */
-  queue: Promise<void>;
-  /** Resolves once the silent reconcile that starts a watching period is done. */
-  ready: Promise<void>;
-  /**
-   * Paths with an event since the watching period started, until that first reconcile is done:
-   * it leaves them (and what is under them) to their own reconcile, which reports them.
-   */
-  touched: Set<string> | undefined;
-  closed: boolean;
-  /**
-   * Identity of the served directory as last seen, by a look or by a scan that watched it
-   * (`undefined`: missing, or not a real directory there).
-   */
-  rootIdentity: string | undefined;
-  /** Looks at the served directory every {@link ROOT_POLL_MS}: it may be deleted, recreated or replaced. */
-  readonly rootPoll: NodeJS.Timeout;
-}
-
 const DEFAULT_DEBOUNCE_MS = 50;
-const MAX_WAIT_PERIODS = 10;
-/**
- * Milliseconds between two looks at the served directory itself. A watch follows an inode: once
- * the directory is deleted, or renamed away, nothing tells that a new one took its place.
- */
-const ROOT_POLL_MS = 500;
 const URI_LIST = 'text/uri-list';
 
 /**
@@ -188,17 +148,8 @@ export class FileResources {
   readonly #debounceMs: number;
   readonly #maxReadBytes: number;
   readonly #onWarning: (message: string) => void;
-  readonly #rootPrefix: string;
-  readonly #privateDir: string;
-  #entries = new Map<string, Kind>();
-  /**
-   * Version (`ino:mtime:size` of the entry itself) of each known file, so that a rescan reports
-   * files that changed while nothing watched them: the served directory renamed away, edited and
-   * renamed back, or replaced by another one holding files of the same names.
-   */
-  #versions = new Map<string, string>();
-  #byUri = new Map<string, string>();
-  #session: WatchSession | undefined;
+  readonly #tree: ServedTree;
+  #watch: TreeWatch | undefined;
   #closed = false;
   readonly #closing = new Subject<void>();
   readonly #invalidJson = new Map<string, string>();
@@ -206,8 +157,7 @@ export class FileResources {
 
   private constructor(root: string, options: FileResourcesOptions) {
     this.root = root;
-    this.#rootPrefix = root.endsWith(path.sep) ? root : root + path.sep;
-    this.#privateDir = path.join(root, 'private');
+    this.#tree = new ServedTree(root);
     this.rootUri = collectionUri(root);
     this.#debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
     this.#maxReadBytes = options.maxReadBytes ?? DEFAULT_MAX_READ_BYTES;
@@ -217,11 +167,13 @@ export class FileResources {
         subscriber.complete();
         return undefined;
       }
-      const session = this.#startWatching((change) => subscriber.next(change));
+      const watching = new TreeWatch(this.#tree, { debounceMs: this.#debounceMs, warn: (m) => this.#warn(m) }, (change) => subscriber.next(change));
+      this.#watch = watching;
       const closing = this.#closing.subscribe(() => subscriber.complete());
       return () => {
         closing.unsubscribe();
-        this.#stopWatching(session);
+        watching.stop();
+        if (this.#watch === watching) this.#watch = undefined;
       };
     }).pipe(share());
   }
@@ -255,7 +207,7 @@ export class FileResources {
       throw new Error(`${root} is not a directory; FileResources.open needs the directory to serve`);
     }
     const files = new FileResources(root, options);
-    files.#replaceEntries(...(await files.#scan()));
+    files.#tree.replace(await files.#tree.scan());
     return files;
   }
 
@@ -273,17 +225,17 @@ export class FileResources {
    * @see FileResources.canRead
    */
   async list(scopes: ReadonlySet<string>): Promise<ResourceDescriptor[]> {
-    const session = this.#session;
-    if (session) {
-      await session.ready;
+    const watching = this.#watch;
+    if (watching) {
+      await watching.ready;
     } else {
-      const fresh = await this.#scan();
-      if (!this.#session) this.#replaceEntries(...fresh);
+      const fresh = await this.#tree.scan();
+      if (!this.#watch) this.#tree.replace(fresh);
     }
     const out: ResourceDescriptor[] = [];
-    for (const [uri, p] of this.#byUri) {
+    for (const [uri, p] of this.#tree.uris()) {
       if (!this.canRead(uri, scopes)) continue;
-      out.push(this.#describe(uri, p, this.#entries.get(p) ?? 'file'));
+      out.push(this.#describe(uri, p, this.#tree.kindOf(p) ?? 'file'));
     }
     return out.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
   }
@@ -303,9 +255,9 @@ export class FileResources {
    * @see FileResources.isSubscribable
    */
   canRead(uri: string, scopes: ReadonlySet<string>): boolean {
-    const p = this.#byUri.get(uri);
+    const p = this.#tree.pathOf(uri);
     if (p === undefined) return false;
-    return !this.#isPrivate(p) || scopes.has(PRIVATE_SCOPE);
+    return !this.#tree.isPrivate(p) || scopes.has(PRIVATE_SCOPE);
   }
 
   /**
@@ -337,10 +289,10 @@ export class FileResources {
     scopes: ReadonlySet<string>,
   ): Promise<{ contents: { uri: string; mimeType: string; text?: string; blob?: string }[] } | undefined> {
     if (!this.canRead(uri, scopes)) return undefined;
-    const p = this.#byUri.get(uri)!;
-    if (this.#entries.get(p) === 'collection') {
+    const p = this.#tree.pathOf(uri)!;
+    if (this.#tree.kindOf(p) === 'collection') {
       const children: string[] = [];
-      for (const [childUri, child] of this.#byUri) {
+      for (const [childUri, child] of this.#tree.uris()) {
         if (child !== p && path.dirname(child) === p && this.canRead(childUri, scopes)) children.push(childUri);
       }
       children.sort();
@@ -372,7 +324,7 @@ export class FileResources {
    * @see FileResources.canRead
    */
   isSubscribable(uri: string): boolean {
-    return this.#byUri.has(uri);
+    return this.#tree.pathOf(uri) !== undefined;
   }
 
   /**
@@ -439,270 +391,12 @@ export class FileResources {
     this.#closing.complete();
   }
 
-  #startWatching(emit: (change: FileChange) => void): WatchSession {
-    const session: WatchSession = {
-      emit,
-      watchers: new Map(),
-      timers: new Map(),
-      due: new Set(),
-      drain: undefined,
-      queue: Promise.resolve(),
-      ready: Promise.resolve(),
-      touched: new Set(),
-      closed: false,
-      rootIdentity: undefined,
-      rootPoll: setInterval(() => void this.#lookAtRoot(session), ROOT_POLL_MS).unref(),
-    };
-    this.#session = session;
-    for (const [p, kind] of this.#entries) {
-      if (kind !== 'collection') continue;
-      // Gone or replaced since the last scan: the reconcile below settles it.
-      this.#watchDirSync(session, p);
-    }
-    session.rootIdentity = session.watchers.get(this.root)?.identity;
-    // Catch up silently with what changed while nobody watched; whatever changes from now on
-    // has an event, and is reported by that event's reconcile, not swallowed here.
-    session.ready = session.queue = this.#reconcile(session, this.root, undefined)
-      .catch((error: unknown) => this.#warn(`could not rescan ${this.root}: ${String(error)}`))
-      .finally(() => {
-        session.touched = undefined;
-      });
-    return session;
-  }
-
-  #stopWatching(session: WatchSession): void {
-    session.closed = true;
-    if (this.#session === session) this.#session = undefined;
-    clearInterval(session.rootPoll);
-    for (const { watcher } of session.watchers.values()) watcher.close();
-    session.watchers.clear();
-    for (const { timer } of session.timers.values()) clearTimeout(timer);
-    session.timers.clear();
-    if (session.drain) clearImmediate(session.drain);
-    session.due.clear();
-  }
-
-  /**
-   * Notices the served directory deleted, recreated, renamed away and back, or replaced (by
-   * another directory or a link). Its own watch cannot tell: it follows an inode, and once the
-   * directory is gone nothing reports a new one at the same path. So the path is looked at, and
-   * when what is there differs from what the watches were set up on, the whole tree is
-   * rescanned: directories that are still the same keep their watch, others get a new one, and
-   * what vanished is unwatched.
-   */
-  async #lookAtRoot(session: WatchSession): Promise<void> {
-    const stat = await fsp.lstat(this.root).catch(() => undefined);
-    if (session.closed) return;
-    const identity = stat?.isDirectory() ? identityOf(stat) : undefined;
-    if (identity === session.rootIdentity) return;
-    session.rootIdentity = identity;
-    this.#schedule(session, this.root);
-  }
-
-  /** Watches `dir` as it is now, unless the directory watched there is still the same one. */
-  #watchDirSync(session: WatchSession, dir: string): void {
-    if (session.closed) return;
-    let pinned;
-    try {
-      pinned = watchDirectorySync(dir, (filename) => this.#schedule(session, filename ? path.join(dir, filename) : dir));
-    } catch (error) {
-      this.#warn(`cannot watch ${dir} (${String(error)}); changes under it are not reported`);
-      return;
-    }
-    if (pinned === undefined) return;
-    const identity = identityOf(pinned.stat);
-    if (session.watchers.get(dir)?.identity === identity) {
-      pinned.watcher.close();
-      return;
-    }
-    this.#keepWatcher(session, dir, pinned.watcher, identity);
-  }
-
-  /** Watches the opened directory `pinned` (a `/proc/self/fd/<fd>` path) as `dir`. */
-  #watchPinned(session: WatchSession, dir: string, pinned: string, stat: Stats): void {
-    const identity = identityOf(stat);
-    if (session.closed || session.watchers.get(dir)?.identity === identity) return;
-    let watcher: FSWatcher;
-    try {
-      watcher = watch(pinned, { persistent: true }, (_event, filename) => {
-        this.#schedule(session, filename ? path.join(dir, filename) : dir);
-      });
-    } catch (error) {
-      this.#warn(`cannot watch ${dir} (${String(error)}); changes under it are not reported`);
-      return;
-    }
-    this.#keepWatcher(session, dir, watcher, identity);
-  }
-
-  #keepWatcher(session: WatchSession, dir: string, watcher: FSWatcher, identity: string): void {
-    session.watchers.get(dir)?.watcher.close();
-    watcher.on('error', () => {
-      // Typically the directory went away under the watcher; the reconcile tells.
-      watcher.close();
-      if (session.watchers.get(dir)?.watcher === watcher) session.watchers.delete(dir);
-      this.#schedule(session, dir);
-    });
-    session.watchers.set(dir, { watcher, identity });
-  }
-
-  #unwatch(session: WatchSession, dir: string): void {
-    session.watchers.get(dir)?.watcher.close();
-    session.watchers.delete(dir);
-  }
-
-  #schedule(session: WatchSession, p: string): void {
-    if (session.closed || !this.#isInside(p)) return;
-    session.touched?.add(p);
-    const now = Date.now();
-    const pending = session.timers.get(p);
-    const first = pending?.first ?? now;
-    if (pending) clearTimeout(pending.timer);
-    const delay = Math.max(0, Math.min(this.#debounceMs, first + this.#debounceMs * MAX_WAIT_PERIODS - now));
-    const timer = setTimeout(() => {
-      session.timers.delete(p);
-      session.due.add(p);
-      // setImmediate runs after every timer due in this loop turn, so the two halves of a
-      // rename (reported together) are settled in one batch and published as one change.
-      session.drain ??= setImmediate(() => {
-        session.drain = undefined;
-        session.queue = session.queue.then(() => this.#flush(session));
-      });
-    }, delay);
-    session.timers.set(p, { timer, first });
-  }
-
-  async #flush(session: WatchSession): Promise<void> {
-    // Sorted, a directory is settled before its children: they then settle to no change.
-    const paths = [...session.due].sort();
-    session.due.clear();
-    const batch = new Batch(this.root, (p) => this.#isPrivate(p));
-    for (const p of paths) {
-      try {
-        await this.#reconcile(session, p, batch);
-      } catch (error) {
-        this.#warn(`could not settle a change of ${p}: ${String(error)}`);
-      }
-    }
-    if (session.closed) return;
-    for (const change of batch.changes()) session.emit(change);
-  }
-
-  /** Compares the disk at and under `p` with the known set, applies the difference, records it. */
-  async #reconcile(session: WatchSession, p: string, batch: Batch | undefined): Promise<void> {
-    const before = new Map<string, Kind>();
-    const prefix = p.endsWith(path.sep) ? p : p + path.sep;
-    for (const [q, kind] of this.#entries) if (q === p || q.startsWith(prefix)) before.set(q, kind);
-    const after = new Map<string, Kind>();
-    const versions = new Map<string, string>();
-    const parentKnown = p === this.root || this.#entries.get(path.dirname(p)) === 'collection';
-    const found = p === this.root ? ({ kind: 'collection', version: '' } as const) : parentKnown ? await this.#classify(p) : undefined;
-    if (found?.kind === 'collection') await this.#scanTree(p, after, versions, session);
-    else if (found?.kind === 'file') {
-      after.set(p, 'file');
-      versions.set(p, found.version);
-    }
-    if (session.closed) return;
-    const touched = batch === undefined ? session.touched : undefined;
-    const deferred = (q: string) =>
-      touched !== undefined && [...touched].some((t) => q === t || q.startsWith(t.endsWith(path.sep) ? t : t + path.sep));
-    for (const [q, was] of before) {
-      if (after.get(q) === was || deferred(q)) continue;
-      this.#forget(q);
-      if (was === 'collection') this.#unwatch(session, q);
-      batch?.listChanged(q, was);
-    }
-    for (const [q, now] of after) {
-      const was = before.get(q);
-      if (was === now) {
-        if (now === 'file') {
-          const known = this.#versions.get(q);
-          const version = versions.get(q);
-          if (version !== undefined) this.#versions.set(q, version);
-          // An event on the file itself is a change; found by a rescan, only a different version is.
-          if (q === p || (known !== undefined && version !== undefined && known !== version)) batch?.updated(q);
-        }
-        continue;
-      }
-      if (deferred(q)) continue;
-      this.#remember(q, now, versions.get(q));
-      batch?.listChanged(q, now);
-    }
-  }
-
-  /** A fresh map of the whole tree and the versions of its files, watching nothing. */
-  async #scan(): Promise<[Map<string, Kind>, Map<string, string>]> {
-    const into = new Map<string, Kind>();
-    const versions = new Map<string, string>();
-    await this.#scanTree(this.root, into, versions, undefined);
-    return [into, versions];
-  }
-
-  /**
-   * Adds `dir` and everything under it to `into` (and the version of each file to `versions`),
-   * watching each directory when `session` is given. A directory that is not a real directory at its own path (deleted, or swapped for a
-   * link) is left out with everything under it; the root is always kept, empty when missing.
-   */
-  async #scanTree(dir: string, into: Map<string, Kind>, versions: Map<string, string>, session: WatchSession | undefined): Promise<void> {
-    if (dir === this.root) into.set(dir, 'collection');
-    const found = await inDirectory(dir, async (pinned, stat) => {
-      into.set(dir, 'collection');
-      // Watch before listing: whatever is created meanwhile is either listed or reported.
-      if (session) {
-        this.#watchPinned(session, dir, pinned, stat);
-        if (dir === this.root) session.rootIdentity = identityOf(stat);
-      }
-      const dirents = await fsp.readdir(pinned, { withFileTypes: true }).catch(() => []);
-      const subdirs: string[] = [];
-      for (const dirent of dirents) {
-        const p = path.join(dir, dirent.name);
-        if (dirent.isDirectory()) subdirs.push(p);
-        else if (dirent.isFile() || (dirent.isSymbolicLink() && (await this.#linkKind(p)) === 'file')) {
-          into.set(p, 'file');
-          const stat = await fsp.lstat(path.join(pinned, dirent.name)).catch(() => undefined);
-          if (stat !== undefined) versions.set(p, versionOf(stat));
-        }
-      }
-      return subdirs;
-    });
-    if (found === undefined) {
-      if (session) this.#unwatch(session, dir);
-      // Gone or replaced: the next look at the root that finds a directory there rescans.
-      if (session && dir === this.root) session.rootIdentity = undefined;
-      return;
-    }
-    for (const subdir of found) await this.#scanTree(subdir, into, versions, session);
-  }
-
-  /** What `p` is now, looked up inside its parent as opened (a swapped parent hides nothing), and its version. */
-  async #classify(p: string): Promise<{ readonly kind: Kind; readonly version: string } | undefined> {
-    const stat = await inDirectory(path.dirname(p), (pinned) => fsp.lstat(path.join(pinned, path.basename(p))).catch(() => undefined));
-    if (stat === undefined) return undefined;
-    const kind = stat.isFile() ? 'file' : stat.isDirectory() ? 'collection' : stat.isSymbolicLink() ? await this.#linkKind(p) : undefined;
-    return kind === undefined ? undefined : { kind, version: versionOf(stat) };
-  }
-
-  /**
-   * A link is listed only when it resolves to a regular file inside the root, not crossing into
-   * `private/`. Only listing depends on this answer: `read` checks the file it opens.
-   */
-  async #linkKind(p: string): Promise<Kind | undefined> {
-    const real = await fsp.realpath(p).catch(() => undefined);
-    if (real === undefined || !this.#mayServe(p, real)) return undefined;
-    const stat = await fsp.stat(real).catch(() => undefined);
-    return stat?.isFile() ? 'file' : undefined;
-  }
-
-  /** Whether the file really at `real` may be served under the name `p`. */
-  #mayServe(p: string, real: string): boolean {
-    return this.#isInside(real) && (this.#isPrivate(p) || !this.#isPrivate(real));
-  }
-
   /**
    * Reads the file known as `p`: opened first, then checked as opened (a regular file whose real
    * location may be served under `p`), then read from that descriptor, at most `maxReadBytes`.
    */
   async #readInside(p: string): Promise<Buffer | ReadTooLarge | undefined> {
-    const file = await openRegularFile(p, (real) => this.#mayServe(p, real));
+    const file = await openRegularFile(p, (real) => this.#tree.mayServe(p, real));
     if (file === undefined) return undefined;
     try {
       return await readAtMost(file, this.#maxReadBytes);
@@ -743,27 +437,6 @@ export class FileResources {
     this.#warn(message);
   }
 
-  #replaceEntries(entries: Map<string, Kind>, versions: Map<string, string>): void {
-    this.#entries = new Map();
-    this.#byUri = new Map();
-    this.#versions = new Map();
-    for (const [p, kind] of entries) this.#remember(p, kind, versions.get(p));
-  }
-
-  #remember(p: string, kind: Kind, version: string | undefined): void {
-    this.#entries.set(p, kind);
-    if (version !== undefined && kind === 'file') this.#versions.set(p, version);
-    this.#byUri.set(kind === 'collection' ? collectionUri(p) : fileUri(p), p);
-  }
-
-  #forget(p: string): void {
-    const kind = this.#entries.get(p);
-    if (kind === undefined) return;
-    this.#entries.delete(p);
-    this.#versions.delete(p);
-    this.#byUri.delete(kind === 'collection' ? collectionUri(p) : fileUri(p));
-  }
-
   #describe(uri: string, p: string, kind: Kind): ResourceDescriptor {
     const relative = path.relative(this.root, p).split(path.sep).join('/');
     if (kind === 'collection') {
@@ -774,14 +447,6 @@ export class FileResources {
     return mimeType === undefined ? { uri, name: relative } : { uri, name: relative, mimeType };
   }
 
-  #isInside(p: string): boolean {
-    return p === this.root || p.startsWith(this.#rootPrefix);
-  }
-
-  #isPrivate(p: string): boolean {
-    return p === this.#privateDir || p.startsWith(this.#privateDir + path.sep);
-  }
-
   #warn(message: string): void {
     try {
       this.#onWarning(message);
@@ -789,14 +454,4 @@ export class FileResources {
       // A throwing warning sink must not break watching.
     }
   }
-}
-
-/** What tells a file's content changed without reading it: the entry's inode, modification time and size. */
-function versionOf(stat: Stats): string {
-  return `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
-}
-
-/** What tells one directory from another made later at the same path (inode numbers are reused). */
-function identityOf(stat: Stats): string {
-  return `${stat.dev}:${stat.ino}:${stat.birthtimeMs}`;
 }

@@ -1,0 +1,258 @@
+// Watching the served tree: one period of watching, from the first subscriber of
+// `FileResources.changes()` to the last unsubscribe.
+//
+// Why not `fs.watch(dir, { recursive: true })`: on Linux, Node 20 emulates it in JavaScript
+// with one inotify watch per *file* (checked on Node 20.20). After an atomic save (write a temp
+// file, rename it over the original) it keeps watching the replaced inode and silently misses
+// every later write to that file, and deleting `notes` also tears down and re-reports
+// `notes2/…` (a string-prefix test). We watch each directory instead (non-recursive
+// `fs.watch`, one inotify watch per directory, set up on the directory as opened and checked),
+// add watchers as directories appear, and settle every event against the set of known paths
+// after a per-path debounce.
+import type { FSWatcher, Stats } from 'node:fs';
+import { watch } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import { Batch, type FileChange, type Kind } from './changeBatch.js';
+import { watchDirectorySync } from './pinnedFs.js';
+import type { Scan, ServedTree } from './tree.js';
+
+/** Options of a {@link TreeWatch}. */
+export interface TreeWatchOptions {
+  /** Quiet time per path before its events are settled, in milliseconds. */
+  readonly debounceMs: number;
+  readonly warn: (message: string) => void;
+}
+
+const MAX_WAIT_PERIODS = 10;
+/**
+ * Milliseconds between two looks at the served directory itself. A watch follows an inode: once
+ * the directory is deleted, or renamed away, nothing tells that a new one took its place.
+ */
+export const ROOT_POLL_MS = 500;
+
+/**
+ * One watching period of a {@link ServedTree}: keeps the tree's known set following the disk and
+ * emits the settled {@link FileChange}s, until {@link TreeWatch.stop}.
+ */
+export class TreeWatch {
+  /** Resolves once the silent reconcile that starts the period is done. */
+  readonly ready: Promise<void>;
+
+  readonly #tree: ServedTree;
+  readonly #options: TreeWatchOptions;
+  readonly #emit: (change: FileChange) => void;
+  /** The watch of each directory, with the identity (`dev:ino:birthtime`) of the directory it watches. */
+  readonly #watchers = new Map<string, { readonly watcher: FSWatcher; readonly identity: string }>();
+  readonly #timers = new Map<string, { readonly timer: NodeJS.Timeout; readonly first: number }>();
+  readonly #due = new Set<string>();
+  #drain: NodeJS.Immediate | undefined;
+  /** Every reconcile runs on this chain, one at a time, so the known set never sees two writers. */
+  #queue: Promise<void>;
+  /**
+   * Paths with an event since the period started, until its first reconcile is done: that
+   * reconcile leaves them (and what is under them) to their own reconcile, which reports them.
+   */
+  #touched: Set<string> | undefined = new Set();
+  #closed = false;
+  /**
+   * Identity of the served directory as last seen, by a look or by a scan that watched it
+   * (`undefined`: missing, or not a real directory there).
+   */
+  #rootIdentity: string | undefined;
+  /** Looks at the served directory every {@link ROOT_POLL_MS}: it may be deleted, recreated or replaced. */
+  readonly #rootPoll: NodeJS.Timeout;
+
+  /**
+   * Starts watching: directories in the known set are watched before this returns; a silent
+   * reconcile then catches up with whatever changed while nobody watched.
+   */
+  constructor(tree: ServedTree, options: TreeWatchOptions, emit: (change: FileChange) => void) {
+    this.#tree = tree;
+    this.#options = options;
+    this.#emit = emit;
+    this.#rootPoll = setInterval(() => void this.#lookAtRoot(), ROOT_POLL_MS).unref();
+    for (const [p, kind] of tree.entries()) {
+      // Gone or replaced since the last scan: the reconcile below settles it.
+      if (kind === 'collection') this.#watchDirSync(p);
+    }
+    this.#rootIdentity = this.#watchers.get(tree.root)?.identity;
+    // Catch up silently with what changed while nobody watched; whatever changes from now on
+    // has an event, and is reported by that event's reconcile, not swallowed here.
+    this.ready = this.#queue = this.#reconcile(tree.root, undefined)
+      .catch((error: unknown) => this.#options.warn(`could not rescan ${tree.root}: ${String(error)}`))
+      .finally(() => {
+        this.#touched = undefined;
+      });
+  }
+
+  /** Ends the period: every watcher and timer released, nothing emitted any more. */
+  stop(): void {
+    this.#closed = true;
+    clearInterval(this.#rootPoll);
+    for (const { watcher } of this.#watchers.values()) watcher.close();
+    this.#watchers.clear();
+    for (const { timer } of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+    if (this.#drain) clearImmediate(this.#drain);
+    this.#due.clear();
+  }
+
+  /**
+   * Notices the served directory deleted, recreated, renamed away and back, or replaced (by
+   * another directory or a link). Its own watch cannot tell: it follows an inode, and once the
+   * directory is gone nothing reports a new one at the same path. So the path is looked at, and
+   * when what is there differs from what the watches were set up on, the whole tree is
+   * rescanned: directories that are still the same keep their watch, others get a new one, and
+   * what vanished is unwatched.
+   */
+  async #lookAtRoot(): Promise<void> {
+    const stat = await fsp.lstat(this.#tree.root).catch(() => undefined);
+    if (this.#closed) return;
+    const identity = stat?.isDirectory() ? identityOf(stat) : undefined;
+    if (identity === this.#rootIdentity) return;
+    this.#rootIdentity = identity;
+    this.#schedule(this.#tree.root);
+  }
+
+  /** Watches `dir` as it is now, unless the directory watched there is still the same one. */
+  #watchDirSync(dir: string): void {
+    if (this.#closed) return;
+    let pinned;
+    try {
+      pinned = watchDirectorySync(dir, (filename) => this.#schedule(filename ? path.join(dir, filename) : dir));
+    } catch (error) {
+      this.#options.warn(`cannot watch ${dir} (${String(error)}); changes under it are not reported`);
+      return;
+    }
+    if (pinned === undefined) return;
+    const identity = identityOf(pinned.stat);
+    if (this.#watchers.get(dir)?.identity === identity) {
+      pinned.watcher.close();
+      return;
+    }
+    this.#keepWatcher(dir, pinned.watcher, identity);
+  }
+
+  /** Watches the opened directory `pinned` (a `/proc/self/fd/<fd>` path) as `dir`. */
+  #watchPinned(dir: string, pinned: string, stat: Stats): void {
+    const identity = identityOf(stat);
+    if (dir === this.#tree.root) this.#rootIdentity = identity;
+    if (this.#closed || this.#watchers.get(dir)?.identity === identity) return;
+    let watcher: FSWatcher;
+    try {
+      watcher = watch(pinned, { persistent: true }, (_event, filename) => {
+        this.#schedule(filename ? path.join(dir, filename) : dir);
+      });
+    } catch (error) {
+      this.#options.warn(`cannot watch ${dir} (${String(error)}); changes under it are not reported`);
+      return;
+    }
+    this.#keepWatcher(dir, watcher, identity);
+  }
+
+  #keepWatcher(dir: string, watcher: FSWatcher, identity: string): void {
+    this.#watchers.get(dir)?.watcher.close();
+    watcher.on('error', () => {
+      // Typically the directory went away under the watcher; the reconcile tells.
+      watcher.close();
+      if (this.#watchers.get(dir)?.watcher === watcher) this.#watchers.delete(dir);
+      this.#schedule(dir);
+    });
+    this.#watchers.set(dir, { watcher, identity });
+  }
+
+  #unwatch(dir: string): void {
+    this.#watchers.get(dir)?.watcher.close();
+    this.#watchers.delete(dir);
+    // Gone or replaced: the next look at the root that finds a directory there rescans.
+    if (dir === this.#tree.root) this.#rootIdentity = undefined;
+  }
+
+  #schedule(p: string): void {
+    if (this.#closed || !this.#tree.isInside(p)) return;
+    this.#touched?.add(p);
+    const { debounceMs } = this.#options;
+    const now = Date.now();
+    const pending = this.#timers.get(p);
+    const first = pending?.first ?? now;
+    if (pending) clearTimeout(pending.timer);
+    const delay = Math.max(0, Math.min(debounceMs, first + debounceMs * MAX_WAIT_PERIODS - now));
+    const timer = setTimeout(() => {
+      this.#timers.delete(p);
+      this.#due.add(p);
+      // setImmediate runs after every timer due in this loop turn, so the two halves of a
+      // rename (reported together) are settled in one batch and published as one change.
+      this.#drain ??= setImmediate(() => {
+        this.#drain = undefined;
+        this.#queue = this.#queue.then(() => this.#flush());
+      });
+    }, delay);
+    this.#timers.set(p, { timer, first });
+  }
+
+  async #flush(): Promise<void> {
+    // Sorted, a directory is settled before its children: they then settle to no change.
+    const paths = [...this.#due].sort();
+    this.#due.clear();
+    const batch = new Batch(this.#tree.root, (p) => this.#tree.isPrivate(p));
+    for (const p of paths) {
+      try {
+        await this.#reconcile(p, batch);
+      } catch (error) {
+        this.#options.warn(`could not settle a change of ${p}: ${String(error)}`);
+      }
+    }
+    if (this.#closed) return;
+    for (const change of batch.changes()) this.#emit(change);
+  }
+
+  /** Compares the disk at and under `p` with the known set, applies the difference, records it. */
+  async #reconcile(p: string, batch: Batch | undefined): Promise<void> {
+    const tree = this.#tree;
+    const before = tree.at(p);
+    const after: Scan = { kinds: new Map(), versions: new Map() };
+    const parentKnown = p === tree.root || tree.kindOf(path.dirname(p)) === 'collection';
+    const found = p === tree.root ? ({ kind: 'collection', version: '' } as const) : parentKnown ? await tree.classify(p) : undefined;
+    if (found?.kind === 'collection') {
+      await tree.scanInto(p, after, {
+        entered: (dir, pinned, stat) => this.#watchPinned(dir, pinned, stat),
+        missed: (dir) => this.#unwatch(dir),
+      });
+    } else if (found?.kind === 'file') {
+      after.kinds.set(p, 'file');
+      after.versions.set(p, found.version);
+    }
+    if (this.#closed) return;
+    const touched = batch === undefined ? this.#touched : undefined;
+    const deferred = (q: string) =>
+      touched !== undefined && [...touched].some((t) => q === t || q.startsWith(t.endsWith(path.sep) ? t : t + path.sep));
+    for (const [q, was] of before) {
+      if (after.kinds.get(q) === was || deferred(q)) continue;
+      tree.forget(q);
+      if (was === 'collection') this.#unwatch(q);
+      batch?.listChanged(q, was);
+    }
+    for (const [q, now] of after.kinds) {
+      const was: Kind | undefined = before.get(q);
+      if (was === now) {
+        if (now === 'file') {
+          const known = tree.versionOf(q);
+          const version = after.versions.get(q);
+          if (version !== undefined) tree.setVersion(q, version);
+          // An event on the file itself is a change; found by a rescan, only a different version is.
+          if (q === p || (known !== undefined && version !== undefined && known !== version)) batch?.updated(q);
+        }
+        continue;
+      }
+      if (deferred(q)) continue;
+      tree.remember(q, now, after.versions.get(q));
+      batch?.listChanged(q, now);
+    }
+  }
+}
+
+/** What tells one directory from another made later at the same path (inode numbers are reused). */
+function identityOf(stat: Stats): string {
+  return `${stat.dev}:${stat.ino}:${stat.birthtimeMs}`;
+}
