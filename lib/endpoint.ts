@@ -1,7 +1,7 @@
 import { asyncScheduler, Observable, type SchedulerLike, timer } from 'rxjs';
 import { anonymous, AuthError, type AuthInfo } from './auth.js';
 import { InvalidOptionError } from './errors.js';
-import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ServerCapabilities } from './filter.js';
+import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ServerCapabilities, TASKS_EXTENSION_ID } from './filter.js';
 import type { Frame } from './frame.js';
 import { HttpError } from './httpError.js';
 import type { Hub } from './hub.js';
@@ -34,6 +34,9 @@ export const MODERN_PROTOCOL_VERSION = '2026-07-28';
  * any other `MCP-Protocol-Version` but 2026-07-28 gets HTTP 400.
  */
 const RECOGNIZED_LEGACY_VERSIONS: readonly string[] = Object.freeze([...LEGACY_PROTOCOL_VERSIONS, '2025-03-26', '2024-11-05']);
+
+/** The result `_meta` key under which a 2026-07-28 server names itself (`{ name, version }`). */
+const SERVER_INFO_META_KEY = 'io.modelcontextprotocol/serverInfo';
 
 /** Response headers of every SSE stream (DESIGN M5). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -90,7 +93,33 @@ export type EndpointResponse =
       readonly abandon: () => void;
     };
 
-/** Options of {@link McpEndpoint}. Every number is validated at construction (DESIGN M13). */
+/**
+ * Options of {@link McpEndpoint}. Every number is validated at construction (DESIGN M13).
+ *
+ * A bare endpoint speaks to the official clients with no extra code: it answers `server/discover`
+ * (2026-07-28, the first request of `@modelcontextprotocol/client` 2.x) and `initialize` (legacy,
+ * `@modelcontextprotocol/sdk` 1.x) from `serverInfo`, `capabilities` (each advertised with
+ * `listChanged`, resources also with `subscribe`), `extraCapabilities` and `instructions`;
+ * `server/discover` offers `supportedVersions: ["2026-07-28"]`, `initialize` agrees on 2025-11-25 or
+ * 2025-06-18. An entry in `methods` of the same name overrides either answer: a `server/discover`
+ * handler's result is sent instead of the built-in one; an `initialize` handler's result is sent
+ * as the `initialize` result (its `protocolVersion` set to the revision the session runs at),
+ * while the endpoint still opens the session (`Mcp-Session-Id`); a throw from it opens none.
+ *
+ * @example
+ * // Built in: discover and initialize advertise tools and resources, with this server info.
+ * new McpEndpoint({ hub, capabilities: { tools: true, resources: true }, serverInfo: { name: 'files', version: '1.2.0' } });
+ * // Overridden: this server's own discover result (2026-07-28 results must say resultType "complete").
+ * new McpEndpoint({
+ *   hub,
+ *   methods: {
+ *     'server/discover': () => ({
+ *       resultType: 'complete', ttlMs: 60_000, cacheScope: 'public',
+ *       supportedVersions: ['2026-07-28'], capabilities: { resources: { subscribe: true, listChanged: true } },
+ *     }),
+ *   },
+ * });
+ */
 export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
   /** Where notifications come from. */
   readonly hub: Hub;
@@ -102,7 +131,10 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly canRead?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   /** Optional per-URI subscribe hook run after `canRead`; false or a throw drops the URI silently. */
   readonly subscribeHook?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
-  /** Other JSON-RPC methods, answered with a single JSON response. */
+  /**
+   * Other JSON-RPC methods, answered with a single JSON response. An entry named `server/discover`
+   * or `initialize` overrides the built-in answer (see {@link McpEndpointOptions}).
+   */
   readonly methods?: Readonly<Record<string, MethodHandler>>;
   /** The per-principal cap to admit listens through (e.g. a cluster-wide one); defaults to a {@link PrincipalRegistry} of `maxListensPerPrincipal`. */
   readonly principals?: PrincipalCap;
@@ -146,11 +178,18 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
    * provider that accepts every URI and reads with `canRead`.
    */
   readonly resourceProviders?: readonly ResourceProvider[];
-  /** The legacy `initialize` result's `serverInfo`; defaults to `{ name: 'mcp-rx-streams', version: '0.1.0' }`. */
+  /**
+   * Who the server is: the legacy `initialize` result's `serverInfo`, and
+   * `_meta["io.modelcontextprotocol/serverInfo"]` of the `server/discover` result (2026-07-28).
+   * Defaults to `{ name: 'mcp-rx-streams', version: '0.1.0' }`.
+   */
   readonly serverInfo?: ServerInfo;
-  /** The legacy `initialize` result's `instructions`; default none. */
+  /** The `instructions` of the `initialize` and `server/discover` results; default none. */
   readonly instructions?: string;
-  /** More legacy capabilities to advertise next to tools/prompts/resources (e.g. `{ logging: {} }`). */
+  /**
+   * More capabilities to advertise next to tools/prompts/resources (e.g. `{ logging: {} }`), in the
+   * `initialize` and `server/discover` results alike; default none.
+   */
   readonly extraCapabilities?: Readonly<Record<string, unknown>>;
   /**
    * Milliseconds a legacy `resources/subscribe` that finds no live GET stream waits for one to
@@ -183,6 +222,8 @@ const KNOWN_OPTIONS = new Set([
   'maxSessionsPerPrincipal', 'reconnectDelay',
 ]);
 
+const DEFAULT_SERVER_INFO: ServerInfo = Object.freeze({ name: 'mcp-rx-streams', version: '0.1.0' });
+
 const NO_SESSIONS: SessionStats = Object.freeze({ sessions: 0, streams: 0, subscriptions: 0 });
 
 /**
@@ -214,6 +255,8 @@ export class McpEndpoint {
   readonly #allowDelete: boolean;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
   readonly #scheduler: SchedulerLike;
+  /** The built-in `server/discover` result (see {@link McpEndpointOptions}). */
+  readonly #discover: Readonly<Record<string, unknown>>;
   // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
   readonly #shutdown = new Broadcast<void>();
   #streams = 0;
@@ -259,6 +302,8 @@ export class McpEndpoint {
       throw new InvalidOptionError('sessionBus', 'a SessionBus (nodeId, publish, connect)', bus);
     }
     const { canRead } = options;
+    const serverInfo = options.serverInfo ?? DEFAULT_SERVER_INFO;
+    this.#discover = discoverResult(this.capabilities, options.extraCapabilities ?? {}, serverInfo, options.instructions);
     this.#legacy =
       options.legacy === false
         ? undefined
@@ -269,7 +314,7 @@ export class McpEndpoint {
             options: sessionOptions,
             capabilities: this.capabilities,
             extraCapabilities: options.extraCapabilities ?? {},
-            serverInfo: options.serverInfo ?? { name: 'mcp-rx-streams', version: '0.1.0' },
+            serverInfo,
             instructions: options.instructions,
             keepAliveInterval: this.listenOptions.keepAliveInterval,
             maxQueue: this.listenOptions.listenMaxQueue,
@@ -364,8 +409,12 @@ export class McpEndpoint {
     if (legacy !== undefined && message.method === 'initialize') {
       if (message.id === undefined) return { kind: 'empty', status: 202, headers: {} };
       try {
+        // An `initialize` of `methods` answers first, so that a throw from it opens no session.
+        const own = this.#own('initialize');
+        const answer = own === undefined ? undefined : await callOwn(own, 'initialize', message.params, { auth, request });
         const { id, result } = await legacy.initialize(message.params, auth);
-        return json(200, { jsonrpc: '2.0', id: message.id, result }, { 'Mcp-Session-Id': id });
+        const sent = answer === undefined ? result : { ...(answer as object), protocolVersion: (result as { protocolVersion: string }).protocolVersion };
+        return json(200, { jsonrpc: '2.0', id: message.id, result: sent }, { 'Mcp-Session-Id': id });
       } catch (error) {
         if (error instanceof JsonRpcError) return jsonError(200, message.id, error);
         if (error instanceof HttpError) return jsonError(error.status, message.id, error.rpc, error.headers);
@@ -443,19 +492,25 @@ export class McpEndpoint {
     context: RequestContext,
     notFoundStatus = 404,
   ): Promise<EndpointResponse> {
-    const methods = this.#options.methods;
-    const handler = methods?.[method];
-    if (handler === undefined || !Object.hasOwn(methods!, method)) {
+    const handler = this.#own(method);
+    if (handler === undefined) {
+      // 2026-07-28: a client's first request; a legacy session has no use for it.
+      if (method === 'server/discover' && context.session === undefined) return json(200, { jsonrpc: '2.0', id, result: this.#discover });
       return jsonError(notFoundStatus, id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method}`));
     }
     try {
-      const result = await handler(params, context);
-      return json(200, { jsonrpc: '2.0', id, result: result ?? {} });
+      return json(200, { jsonrpc: '2.0', id, result: await callOwn(handler, method, params, context) });
     } catch (error) {
       if (error instanceof JsonRpcError) return jsonError(200, id, error);
       if (error instanceof HttpError) return jsonError(error.status, id, error.rpc, error.headers);
-      return jsonError(200, id, new JsonRpcError(ErrorCode.InternalError, `${method} failed`));
+      throw error;
     }
+  }
+
+  /** The handler `methods` gives for `method` (own entries only: never `toString` or `__proto__`). */
+  #own(method: string): MethodHandler | undefined {
+    const methods = this.#options.methods;
+    return methods !== undefined && Object.hasOwn(methods, method) ? methods[method] : undefined;
   }
 
   #readBody(request: EndpointRequest): Promise<unknown> {
@@ -571,6 +626,48 @@ class StreamRelease {
     this.admission.release();
     this.slot.release();
   }
+}
+
+/** Runs a handler of `methods`: its result (`{}` for none), or its JSON-RPC or HTTP error; any other throw is `-32603` "<method> failed". */
+async function callOwn(handler: MethodHandler, method: string, params: Envelope['params'], context: RequestContext): Promise<unknown> {
+  try {
+    return (await handler(params, context)) ?? {};
+  } catch (error) {
+    if (error instanceof JsonRpcError || error instanceof HttpError) throw error;
+    throw new JsonRpcError(ErrorCode.InternalError, `${method} failed`);
+  }
+}
+
+/**
+ * The built-in `server/discover` result (2026-07-28), shaped as the SDK's own server answers it:
+ * complete, cacheable for no time and for this caller only, the one modern revision, the
+ * capabilities with `listChanged`/`subscribe`, and the server's identity in
+ * `_meta["io.modelcontextprotocol/serverInfo"]` (this revision has no body `serverInfo`). The tasks
+ * capability is the tasks extension in this revision.
+ */
+function discoverResult(
+  capabilities: ServerCapabilities,
+  extra: Readonly<Record<string, unknown>>,
+  serverInfo: ServerInfo,
+  instructions: string | undefined,
+): Readonly<Record<string, unknown>> {
+  const advertised: Record<string, unknown> = { ...extra };
+  if (capabilities.tools) advertised.tools = { listChanged: true };
+  if (capabilities.prompts) advertised.prompts = { listChanged: true };
+  if (capabilities.resources) advertised.resources = { subscribe: true, listChanged: true };
+  if (capabilities.tasks) {
+    const extensions = extra.extensions !== null && typeof extra.extensions === 'object' ? extra.extensions : {};
+    advertised.extensions = { ...extensions, [TASKS_EXTENSION_ID]: {} };
+  }
+  return Object.freeze({
+    resultType: 'complete',
+    ttlMs: 0,
+    cacheScope: 'private',
+    supportedVersions: [MODERN_PROTOCOL_VERSION],
+    capabilities: advertised,
+    ...(instructions === undefined ? {} : { instructions }),
+    _meta: { [SERVER_INFO_META_KEY]: serverInfo },
+  });
 }
 
 interface Envelope {

@@ -73,10 +73,16 @@ test('creating a file publishes resources/list_changed; editing tools.json publi
 
 test('server/discover, resources/list and resources/read answer as the 2026-07-28 client expects', async () => {
   await withReference({}, async ({ url }, dir) => {
+    // The endpoint's built-in answer, from the reference server's capabilities and server info.
     const discover = JSON.parse((await post(url, '{"jsonrpc":"2.0","id":1,"method":"server/discover"}')).body);
-    assert.equal(discover.result.resultType, 'complete');
-    assert.deepEqual(discover.result.supportedVersions, ['2026-07-28']);
-    assert.deepEqual(discover.result.capabilities.resources, { listChanged: true, subscribe: true });
+    assert.deepEqual(discover.result, {
+      resultType: 'complete',
+      ttlMs: 0,
+      cacheScope: 'private',
+      supportedVersions: ['2026-07-28'],
+      capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true } },
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mcp-rx-streams-reference', version: '0.1.0' } },
+    });
     const list = JSON.parse((await post(url, '{"jsonrpc":"2.0","id":2,"method":"resources/list"}')).body);
     const uris: string[] = list.result.resources.map((r: { uri: string }) => r.uri);
     assert.ok(uris.includes(uriOf(path.join(dir, 'README.md'))));
@@ -85,8 +91,29 @@ test('server/discover, resources/list and resources/read answer as the 2026-07-2
     assert.equal(read.result.contents[0].uri, uriOf(path.join(dir, 'config.json')));
     const secret = JSON.parse((await post(url, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'resources/read', params: { uri: uriOf(path.join(dir, 'private', 'secret.txt')) } }))).body);
     const absent = JSON.parse((await post(url, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'resources/read', params: { uri: uriOf(path.join(dir, 'private', 'nothing.txt')) } }))).body);
-    assert.equal(secret.error.code, -32002);
+    // 2026-07-28: a missing resource is -32602 (Invalid params) with data.uri.
+    assert.equal(secret.error.code, -32602);
+    assert.deepEqual(absent.error.data, { uri: uriOf(path.join(dir, 'private', 'nothing.txt')) });
     assert.deepEqual({ ...secret.error, message: '', data: null }, { ...absent.error, message: '', data: null }, 'forbidden looks like absent');
+  });
+});
+
+test('resources/read of a missing resource: -32602 on 2026-07-28 requests, -32002 in a legacy session, data.uri in both', async () => {
+  await withReference({}, async ({ url }, dir) => {
+    const uri = uriOf(path.join(dir, 'nothing.txt'));
+    const read = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'resources/read', params: { uri } });
+    const modern = JSON.parse((await post(url, read, { ...LISTEN_HEADERS, 'mcp-protocol-version': '2026-07-28' })).body);
+    assert.deepEqual(modern, { jsonrpc: '2.0', id: 7, error: { code: -32602, message: `resource not found: ${uri}`, data: { uri } } });
+    const init = await post(
+      url,
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }),
+      { ...LISTEN_HEADERS, 'mcp-protocol-version': '2025-11-25' },
+    );
+    const session = init.headers['mcp-session-id'];
+    assert.equal(typeof session, 'string');
+    const legacy = await post(url, read, { ...LISTEN_HEADERS, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': session as string });
+    assert.equal(legacy.status, 200);
+    assert.deepEqual(JSON.parse(legacy.body), { jsonrpc: '2.0', id: 7, error: { code: -32002, message: `resource not found: ${uri}`, data: { uri } } });
   });
 });
 

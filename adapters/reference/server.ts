@@ -382,22 +382,8 @@ function methods(files: FileResources): Record<string, MethodHandler> {
     context.session === undefined ? { resultType: 'complete', ...result } : result;
   const cacheable = (result: Record<string, unknown>, context: RequestContext) =>
     context.session === undefined ? complete({ ttlMs: 0, cacheScope: 'private', ...result }, context) : result;
+  // `server/discover` is the endpoint's own answer, from `capabilities` and `serverInfo`.
   return {
-    'server/discover': (_params, context) =>
-      complete(
-        {
-          ttlMs: 0,
-          cacheScope: 'private',
-          supportedVersions: [PROTOCOL_VERSION],
-          capabilities: {
-            tools: { listChanged: true },
-            prompts: { listChanged: true },
-            resources: { listChanged: true, subscribe: true },
-          },
-          _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
-        },
-        context,
-      ),
     ping: (_params, context) => complete({}, context),
     'resources/list': async (_params, context) => cacheable({ resources: await files.list(context.auth.scopes) }, context),
     'resources/read': async (params, context) => {
@@ -408,7 +394,8 @@ function methods(files: FileResources): Record<string, MethodHandler> {
         throw new JsonRpcError(RESOURCE_TOO_LARGE, error.message, error.info);
       });
       // Unreadable and absent look the same: the answer never reveals what the caller may not read.
-      if (read === undefined) throw new JsonRpcError(-32002, `resource not found: ${uri}`, { uri });
+      // 2026-07-28 made a missing resource -32602 (Invalid params, with data.uri); legacy sessions keep -32002.
+      if (read === undefined) throw new JsonRpcError(context.session === undefined ? ErrorCode.InvalidParams : -32002, `resource not found: ${uri}`, { uri });
       return cacheable(read, context);
     },
     'tools/list': async (_params, context) => cacheable({ tools: await files.tools() }, context),
