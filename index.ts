@@ -97,5 +97,5 @@ export { withEventIds } from './operators/withEventIds.js';
 /* Adapters: node:http and the Fetch API */
 export { nodeHandler } from './adapters/node.js';
 export type { NodeHandler } from './adapters/node.js';
-export { webHandler } from './adapters/web.js';
+export { MissingClientAddressError, webHandler } from './adapters/web.js';
 export type { WebConnectionInfo, WebHandlerOptions } from './adapters/web.js';

@@ -5,8 +5,45 @@ import { reportError } from '../lib/telemetry.js';
 
 /** Connection facts a Fetch-API runtime knows but `Request` does not carry. */
 export interface WebConnectionInfo {
-  /** The client's address, for the anonymous principal's bucket. */
+  /**
+   * The client's address, for the anonymous principal's bucket. Required unless the endpoint has an
+   * `authenticate` hook (see {@link MissingClientAddressError}).
+   */
   readonly remoteAddress?: string;
+}
+
+/**
+ * The error a {@link webHandler} call rejects with when it is given no client address
+ * (`info.remoteAddress` missing or empty) and the endpoint has no `authenticate` hook.
+ *
+ * Without either, every client would be the same anonymous principal: their streams would share
+ * one per-principal cap and supersede each other. So the handler refuses to serve instead of
+ * silently doing that, from the first request on. The fix is in the message: pass the runtime's
+ * connection info, or identify callers with `authenticate`.
+ *
+ * @example
+ * try {
+ *   await handle(request);
+ * } catch (error) {
+ *   if (error instanceof MissingClientAddressError) console.error(error.code); // 'ERR_MCP_RX_NO_CLIENT_ADDRESS'
+ * }
+ * @see webHandler
+ */
+export class MissingClientAddressError extends TypeError {
+  override readonly name = 'MissingClientAddressError';
+  /** Stable machine-readable code. */
+  readonly code = 'ERR_MCP_RX_NO_CLIENT_ADDRESS';
+  /** The URL of the request that came without an address (where the handler is mounted). */
+  readonly info: { readonly url: string };
+
+  constructor(url: string) {
+    super(
+      "webHandler needs each client's address to tell anonymous clients apart: call it as handle(request, { remoteAddress }) " +
+        '(Hono on Node: getConnInfo(c).remote.address from @hono/node-server/conninfo; Bun: server.requestIP(request)?.address; ' +
+        'Deno: info.remoteAddr.hostname), or give the McpEndpoint an authenticate hook that identifies callers',
+    );
+    this.info = { url };
+  }
 }
 
 /** Options of {@link webHandler}. */
@@ -23,17 +60,32 @@ export interface WebHandlerOptions {
  * stream is told the client is busy, and each `pull` tells it the client can take more. Cancelling
  * the body or aborting the request unsubscribes the stream and releases everything.
  *
+ * A `Request` does not say who sent it, so each call passes the client's address as
+ * `info.remoteAddress`; an endpoint with an `authenticate` hook (which names principals itself)
+ * needs none. A call with neither rejects with {@link MissingClientAddressError} before anything is
+ * served. This is checked when the handler runs rather than required by the types because an
+ * `authenticate` endpoint has no use for the address, and because the runtimes' own lookups are
+ * typed `string | undefined` (Hono's `getConnInfo(c).remote.address`, Bun's `requestIP`): a
+ * required field would be satisfied by `undefined` and catch nothing.
+ *
  * @example
  * const handle = webHandler(new McpEndpoint({ hub }));
- * // Hono: app.post('/mcp', (c) => handle(c.req.raw, { remoteAddress: c.env?.remoteAddr }));
+ * // Hono on Node (getConnInfo from '@hono/node-server/conninfo'; see examples/hono.ts):
+ * app.all('/mcp', (c) => handle(c.req.raw, { remoteAddress: getConnInfo(c).remote.address }));
  * // Bun:  Bun.serve({ fetch: (request, server) => handle(request, { remoteAddress: server.requestIP(request)?.address }) });
+ * // Deno: Deno.serve((request, info) => handle(request, { remoteAddress: info.remoteAddr.hostname }));
  * @param endpoint the endpoint to serve.
  * @param options `highWaterMark` in bytes; defaults to 65 536.
+ * @returns `(request, info) => Promise<Response>`; rejects with {@link MissingClientAddressError}
+ *   when `info.remoteAddress` is missing or empty and `endpoint.authenticates` is false.
  * @see nodeHandler
  */
 export function webHandler(endpoint: McpEndpoint, options: WebHandlerOptions = {}): (request: Request, info?: WebConnectionInfo) => Promise<Response> {
   const highWaterMark = options.highWaterMark ?? 65_536;
   return async (request, info = {}) => {
+    if ((info.remoteAddress === undefined || info.remoteAddress === '') && !endpoint.authenticates) {
+      throw new MissingClientAddressError(request.url);
+    }
     const response = await endpoint.handle({
       method: request.method.toUpperCase(),
       header: (name) => request.headers.get(name) ?? undefined,

@@ -328,6 +328,14 @@ export class McpEndpoint {
           });
   }
 
+  /**
+   * True when callers are identified by the `authenticate` option; false when they are anonymous
+   * and told apart by `EndpointRequest.remoteAddress` alone (which an adapter must then supply).
+   */
+  get authenticates(): boolean {
+    return this.#options.authenticate !== undefined;
+  }
+
   /** What the endpoint holds now. */
   get stats(): EndpointStats {
     const legacy = this.#legacy?.stats ?? NO_SESSIONS;

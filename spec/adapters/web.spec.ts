@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
-import { webHandler, type WebConnectionInfo, type WebHandlerOptions } from '../../adapters/web.js';
+import { MissingClientAddressError, webHandler, type WebConnectionInfo, type WebHandlerOptions } from '../../adapters/web.js';
 import { McpEndpoint, type McpEndpointOptions } from '../../lib/endpoint.js';
 import { Hub } from '../../lib/hub.js';
 import { channels, type DropEvent, type StopEvent } from '../../lib/telemetry.js';
@@ -109,7 +109,9 @@ async function withEndpoint(
 ): Promise<void> {
   const hub = new Hub();
   const endpoint = new McpEndpoint({ capabilities: { tools: true, prompts: true, resources: true }, ...options, hub });
-  const handle = webHandler(endpoint, handlerOptions);
+  const served = webHandler(endpoint, handlerOptions);
+  // One client address unless a test gives its own (without one, an anonymous endpoint refuses).
+  const handle = (request: Request, info: WebConnectionInfo = { remoteAddress: '127.0.0.1' }) => served(request, info);
   const readers: BodyReader[] = [];
   const listen = async (request: Request, info?: WebConnectionInfo) => {
     const response = await handle(request, info);
@@ -415,6 +417,56 @@ test('M8: the 5th listen from one address supersedes its first; another address 
     await Promise.all(mine.slice(1).map((b) => b.until((x) => x.messages.length >= 1, 3000, 'the ack')));
     await Promise.all(mine.slice(1).map((b) => b.quiet(50)));
     for (const [i, b] of mine.slice(1).entries()) assert.equal(b.text, ackFrame(i + 2, { toolsListChanged: true }));
+  });
+});
+
+test('without a client address an anonymous endpoint refuses every call (MissingClientAddressError), serving nothing', async () => {
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({ hub });
+  const handle = webHandler(endpoint);
+  try {
+    for (const info of [undefined, {}, { remoteAddress: '' }, { remoteAddress: undefined }]) {
+      const error: unknown = await handle(post(listenBody(1, { toolsListChanged: true })), info).then(
+        () => assert.fail(`served without an address: ${JSON.stringify(info)}`),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof MissingClientAddressError, String(error));
+      assert.ok(error instanceof TypeError);
+      assert.equal(error.code, 'ERR_MCP_RX_NO_CLIENT_ADDRESS');
+      assert.equal(error.name, 'MissingClientAddressError');
+      assert.deepEqual(error.info, { url: URL });
+      assert.match(error.message, /handle\(request, \{ remoteAddress \}\)/);
+      assert.match(error.message, /getConnInfo\(c\)\.remote\.address/);
+      assert.match(error.message, /authenticate hook/);
+    }
+    // Whatever the request: refused before it is read.
+    await assert.rejects(handle(new Request(URL, { method: 'GET', headers: { accept: 'text/event-stream' } })), MissingClientAddressError);
+    assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
+    assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
+    assert.equal(endpoint.authenticates, false);
+  } finally {
+    endpoint.close();
+  }
+});
+
+test('an endpoint with an authenticate hook needs no client address: the hook names the principals', async () => {
+  await withEndpoint({ authenticate: (request) => ({ principal: `user:${request.header('x-user')}`, scopes: new Set() }) }, async ({ endpoint }) => {
+    assert.equal(endpoint.authenticates, true);
+    const handle = webHandler(endpoint);
+    const readers: BodyReader[] = [];
+    try {
+      for (const [id, user] of [[1, 'a'], [2, 'b']] as const) {
+        const response = await handle(post(listenBody(id, { toolsListChanged: true }), { ...LISTEN_HEADERS, 'x-user': user }));
+        assert.equal(response.status, 200);
+        readers.push(new BodyReader(response));
+      }
+      await Promise.all(readers.map((b) => b.until((x) => x.messages.length >= 1, 3000, 'the ack')));
+      assert.equal(endpoint.principals.count('user:a'), 1);
+      assert.equal(endpoint.principals.count('user:b'), 1);
+    } finally {
+      endpoint.close();
+      for (const reader of readers) await reader.cancel().catch(() => {});
+    }
   });
 });
 
