@@ -558,7 +558,8 @@ export class McpEndpoint {
     try {
       filter = parseListenFilter(params, this.capabilities);
     } catch (error) {
-      if (error instanceof JsonRpcError) return jsonError(200, id, error);
+      // 2026-07-28: a missing required client capability (-32021) is answered with HTTP 400 Bad Request.
+      if (error instanceof JsonRpcError) return jsonError(error.code === ErrorCode.MissingRequiredExtension ? 400 : 200, id, error);
       throw error;
     }
     // M9: a full server is a capacity problem, answered before anyone is superseded.

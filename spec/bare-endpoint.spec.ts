@@ -255,6 +255,27 @@ test('an initialize override that throws opens no session', async () => {
   );
 });
 
+test('2026-07-28: a listen for taskIds without the tasks extension is HTTP 400 with -32021 and the missing capability; a bad filter stays HTTP 200 -32602', async () => {
+  await withBareEndpoint({ capabilities: { tasks: true } }, async ({ endpoint, url }) => {
+    const listen = (notifications: unknown) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'l', method: 'subscriptions/listen', params: { notifications } }),
+      });
+    const missing = await listen({ taskIds: ['t-1'] });
+    strictEqual(missing.status, 400);
+    const body = await missing.json();
+    strictEqual(body.id, 'l');
+    strictEqual(body.error.code, -32021);
+    deepStrictEqual(body.error.data, { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+    const malformed = await listen({ taskIds: 'nope' });
+    strictEqual(malformed.status, 200);
+    strictEqual((await malformed.json()).error.code, -32602);
+    deepStrictEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
+  });
+});
+
 test('official 1.x client: initializes a bare endpoint, subscribes, gets resources/updated, resumes with Last-Event-ID after the server cuts its GET', async () => {
   await withBareEndpoint({ reconnectDelay: 10 }, async ({ hub, endpoint, url, gets }) => {
     // The client's GETs after the first (its reconnects) wait for `releaseReconnect`, so a change
