@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { Subject, type Observable } from 'rxjs';
 import type { HubBus, HubEvent } from '../../lib/hub.js';
@@ -91,8 +91,8 @@ interface Pending {
  * every event tells its streams to re-read.
  *
  * The hub serves its own streams first and then calls `publish`, which never waits: the event is
- * appended to one stream (`XADD <channel> MAXLEN ~ maxLength`) as `{o: origin, s: seq, e: JSON}`,
- * where `origin` is this node's id plus a per-process run id and `seq` counts its events. Every
+ * appended to one stream (`XADD <channel> MAXLEN ~ maxLength`) with one field, `m: <origin> <seq>
+ * <JSON>`, where `origin` is this node's id plus a per-process run id and `seq` counts its events. Every
  * node reads the stream on a connection of its own, from the last id it processed (a blocking
  * `XREAD` to wait, a short script to read), skips its own entries (its streams had them first)
  * and entries whose `seq` it has already seen from that origin (an append resent because its
@@ -132,6 +132,8 @@ export class RedisBus implements HubBus {
   readonly #reader: Redis;
   readonly #epochKey: string;
   readonly #origin: string;
+  /** `<origin> `: how this node's own entries start. */
+  readonly #prefix: string;
   readonly #maxLength: string;
   readonly #maxOutbox: number;
   /** Entries per read: at most 1000, at most `maxLength`. */
@@ -166,7 +168,8 @@ export class RedisBus implements HubBus {
     this.#checkInterval = checkMilliseconds('checkInterval', options.checkInterval, 1000);
     this.#retryDelay = maxReconnectDelay;
     this.#epochKey = `${this.channel}:epoch`;
-    this.#origin = `${this.nodeId}/${randomUUID()}`;
+    this.#origin = `${this.nodeId}/${randomBytes(6).toString('base64url')}`;
+    this.#prefix = `${this.#origin} `;
     this.resync$ = this.#resyncs.asObservable();
     this.#publisher = openConnection(redis, 'bus', 'publisher', {
       // Nothing queued or resent by ioredis: the outbox does it, in order, with the seq that lets
@@ -175,6 +178,8 @@ export class RedisBus implements HubBus {
       autoResendUnfulfilledCommands: false,
       maxRetriesPerRequest: 0,
       commandTimeout: publishTimeout,
+      // Appends issued in one tick go out in one write.
+      enableAutoPipelining: true,
       retryStrategy: backoff(maxReconnectDelay),
     });
     this.#publisher.on('ready', () => this.#flush());
@@ -248,7 +253,7 @@ export class RedisBus implements HubBus {
 
   #send(pending: Pending): void {
     this.#publisher
-      .xadd(this.channel, 'MAXLEN', '~', this.#maxLength, '*', 'o', this.#origin, 's', String(pending.seq), 'e', pending.json)
+      .xadd(this.channel, 'MAXLEN', '~', this.#maxLength, '*', 'm', `${this.#prefix}${pending.seq} ${pending.json}`)
       .then(
         () => void this.#stats.relayed++,
         () => {
@@ -365,26 +370,24 @@ export class RedisBus implements HubBus {
 
   /** Delivers one entry; returns whether it caused a resync. */
   #receive(fields: string[], resynced: boolean): boolean {
-    let origin: string | undefined;
-    let seq = NaN;
-    let json: string | undefined;
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      if (fields[i] === 'o') origin = fields[i + 1];
-      else if (fields[i] === 's') seq = Number(fields[i + 1]);
-      else if (fields[i] === 'e') json = fields[i + 1];
-    }
-    if (origin === this.#origin) return false;
-    const event = origin !== undefined && Number.isSafeInteger(seq) && json !== undefined ? parseEvent(json) : undefined;
+    // One field, `m`: `<origin> <seq> <event JSON>` (one string to parse instead of three pairs).
+    const message = fields.length === 2 && fields[0] === 'm' ? fields[1]! : '';
+    if (message.startsWith(this.#prefix)) return false;
+    const space = message.indexOf(' ');
+    const second = space > 0 ? message.indexOf(' ', space + 1) : -1;
+    const origin = message.slice(0, space);
+    const seq = second > 0 ? Number(message.slice(space + 1, second)) : NaN;
+    const event = second > 0 && Number.isSafeInteger(seq) && seq > 0 ? parseEvent(message.slice(second + 1)) : undefined;
     if (event === undefined) {
       this.#stats.malformed++;
       return false;
     }
-    const previous = this.#seen.get(origin!);
+    const previous = this.#seen.get(origin);
     if (previous !== undefined && seq <= previous) {
       this.#stats.duplicates++;
       return false;
     }
-    this.#seen.set(origin!, seq);
+    this.#seen.set(origin, seq);
     let gap = false;
     if (previous !== undefined && seq > previous + 1 && !resynced) {
       gap = true;

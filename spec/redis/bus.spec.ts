@@ -189,14 +189,14 @@ test('a resync reaches legacy GET streams alike: list_changed for each list and 
 test('a node whose next entry was trimmed away resyncs; an entry appended twice is delivered once', async () => {
   await withNodes(async (a, b) => {
     const onB = await listenOn(b, 2);
-    const entry = (seq: number) => ['o', 'X/run', 's', String(seq), 'e', `{"topic":"resource","uri":"${URI}"}`];
+    const entry = (seq: number) => ['m', `X/run ${seq} {"topic":"resource","uri":"${URI}"}`];
     await suite.raw.xadd(b.bus.channel, '*', ...entry(1));
     await suite.raw.xadd(b.bus.channel, '*', ...entry(1));
     await onB.until((c) => count(c.text, 'resources/updated') === 1, 2000, 'the update');
     await eventually(() => b.bus.stats.duplicates === 1, 1000, 'the duplicate to be skipped');
     // 50 entries of which B can read only the last 5: atomically appended and trimmed.
     const multi = suite.raw.multi();
-    for (let seq = 2; seq <= 51; seq++) multi.xadd(b.bus.channel, '*', 'o', 'X/run', 's', String(seq), 'e', '{"topic":"prompts"}');
+    for (let seq = 2; seq <= 51; seq++) multi.xadd(b.bus.channel, '*', 'm', `X/run ${seq} {"topic":"prompts"}`);
     await multi.xtrim(b.bus.channel, 'MAXLEN', 5).exec();
     await eventually(() => b.bus.stats.resyncs === 1, 2000, 'B to resync');
     await eventually(() => b.bus.stats.received === 6, 1000, 'the 5 entries left');
@@ -210,17 +210,17 @@ test('a node whose next entry was trimmed away resyncs; an entry appended twice 
 test('messages that are not events are counted and ignored; a node skips its own', async () => {
   await withNodes(async (a, b) => {
     const onB = await listenOn(b, 2);
-    const malformed = [['x', 'y'], ['o', 'X/1', 's', '1', 'e', 'not-json'], ['o', 'X/1', 's', '2', 'e', '{"topic":"resource"}'], ['o', 'X/1', 's', 'three', 'e', '{"topic":"tools"}'],
-      ['o', 'X/1', 's', '4', 'e', '{"topic":"nope"}'], ['o', 'X/1', 's', '5', 'e', '{"topic":"task","task":{}}'], ['o', 'X/1', 's', '6', 'e', 'null']];
+    const malformed = [['x', 'y'], ['m', 'X/1 1 not-json'], ['m', 'X/1 2 {"topic":"resource"}'], ['m', 'X/1 three {"topic":"tools"}'],
+      ['m', 'X/1 4 {"topic":"nope"}'], ['m', 'X/1 5 {"topic":"task","task":{}}'], ['m', 'X/1 6 null'], ['m', 'X/1 7 {"topic":"tools"}', 'x', 'y']];
     for (const fields of malformed) await suite.raw.xadd(a.bus.channel, '*', ...fields);
     // B's own entry (its origin) is skipped by B, delivered by A.
     b.server.hub.notifyResourceUpdated(URI);
     await eventually(() => a.bus.stats.received === 1, 2000, 'A to receive the event');
-    await eventually(() => b.bus.stats.malformed === 7, 2000, 'B to read the malformed entries');
-    assert.equal(a.bus.stats.malformed, 7);
+    await eventually(() => b.bus.stats.malformed === 8, 2000, 'B to read the malformed entries');
+    assert.equal(a.bus.stats.malformed, 8);
     await sleep(50);
     assert.equal(count(onB.text, 'resources/updated'), 1, 'B delivered its own publish once');
-    assert.deepEqual(b.bus.stats, { relayed: 1, queued: 0, unrelayed: 0, received: 0, duplicates: 0, resyncs: 0, malformed: 7 });
+    assert.deepEqual(b.bus.stats, { relayed: 1, queued: 0, unrelayed: 0, received: 0, duplicates: 0, resyncs: 0, malformed: 8 });
     onB.destroy();
   });
 });
