@@ -397,10 +397,15 @@ export class McpEndpoint {
     const asked = request.header('mcp-protocol-version');
     if (asked !== undefined && asked !== MODERN_PROTOCOL_VERSION && (legacy === undefined || !RECOGNIZED_LEGACY_VERSIONS.includes(asked))) {
       const spoken = legacy === undefined ? [MODERN_PROTOCOL_VERSION] : [MODERN_PROTOCOL_VERSION, ...LEGACY_PROTOCOL_VERSIONS];
+      // The 2026-07-28 code and data, which the official client reads to retry at a spoken revision.
       return jsonError(
         400,
         null,
-        new JsonRpcError(ErrorCode.InvalidRequest, `unsupported MCP-Protocol-Version ${JSON.stringify(asked)}; this server supports ${spoken.join(', ')}`),
+        new JsonRpcError(
+          ErrorCode.UnsupportedProtocolVersion,
+          `unsupported MCP-Protocol-Version ${JSON.stringify(asked)}; this server supports ${spoken.join(', ')}`,
+          { supported: spoken, requested: asked },
+        ),
       );
     }
     const sessionId = request.header('mcp-session-id');

@@ -61,6 +61,8 @@ export const ErrorCode = Object.freeze({
   ServerBusy: -32000,
   /** MCP: the request needs an extension the client did not declare (e.g. `taskIds` without tasks). */
   MissingRequiredExtension: -32021,
+  /** MCP 2026-07-28: the request names a protocol revision the server does not speak; `data: { supported, requested }`. */
+  UnsupportedProtocolVersion: -32022,
 } as const);
 
 /** A protocol error: becomes a JSON-RPC error response with this `code` and `message`. */

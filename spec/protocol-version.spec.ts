@@ -25,6 +25,10 @@ test('subscriptions/listen with MCP-Protocol-Version 1999-01-01: HTTP 400 naming
     assert.equal(reply.status, 400, reply.body);
     assert.ok(reply.body.includes('1999-01-01'), reply.body);
     assertNamesSupported(reply.body);
+    // MCP 2026-07-28: -32022 UnsupportedProtocolVersion with data { supported, requested }.
+    const error = JSON.parse(reply.body).error;
+    assert.equal(error.code, -32022);
+    assert.deepEqual(error.data, { supported: SUPPORTED, requested: '1999-01-01' });
     assert.equal(server.endpoint.stats.streams, 0);
   } finally {
     await server.close();
