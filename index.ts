@@ -78,8 +78,8 @@ export type { EventLog } from './lib/index.js';
 export { isThenable } from './lib/index.js';
 
 /* Telemetry */
-export { channels } from './lib/index.js';
-export type { DropEvent, ErrorEvent, StartEvent, StopEvent, StopReason } from './lib/index.js';
+export { channels, queueTotals } from './lib/index.js';
+export type { DropEvent, ErrorEvent, QueueTotals, StartEvent, StopEvent, StopReason } from './lib/index.js';
 
 /* Operators */
 export { ackThenNotify } from './operators/ackThenNotify.js';

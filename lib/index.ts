@@ -74,5 +74,5 @@ export type { EventLog } from './replayBuffer.js';
 export { isThenable } from './replayBuffer.js';
 
 /* Telemetry */
-export { channels } from './telemetry.js';
-export type { DropEvent, ErrorEvent, StartEvent, StopEvent, StopReason } from './telemetry.js';
+export { channels, queueTotals } from './telemetry.js';
+export type { DropEvent, ErrorEvent, QueueTotals, StartEvent, StopEvent, StopReason } from './telemetry.js';

@@ -55,6 +55,36 @@ export const channels = Object.freeze({
   error: diagnostics_channel.channel('mcp-rx-streams:error'),
 });
 
+/** Process-wide totals of the queues held for slow consumers (see {@link queueTotals}). */
+export interface QueueTotals {
+  /** Bytes of frames held right now, over every stream of the process, as they will be written. */
+  readonly bytes: number;
+  /** Frames held right now, over every stream of the process. */
+  readonly frames: number;
+  /** Notifications discarded since the process started because an identical one was already held. */
+  readonly coalesced: number;
+}
+
+const totals = { bytes: 0, frames: 0, coalesced: 0 };
+
+/**
+ * What the queues for slow consumers hold now, over every stream of the process, and how many
+ * notifications were coalesced since it started: what a metrics bridge exports as gauges.
+ *
+ * @example
+ * const { bytes, coalesced } = queueTotals();
+ */
+export function queueTotals(): QueueTotals {
+  return { bytes: totals.bytes, frames: totals.frames, coalesced: totals.coalesced };
+}
+
+/** Adds to the process-wide queue totals (what a queue calls as frames come and go). @internal */
+export function accountQueue(bytes: number, frames: number, coalesced = 0): void {
+  totals.bytes += bytes;
+  totals.frames += frames;
+  totals.coalesced += coalesced;
+}
+
 /** Reports an isolated failure on {@link channels.error}. */
 export function reportError(where: ErrorEvent['where'], error: unknown): void {
   if (channels.error.hasSubscribers) channels.error.publish({ where, error } satisfies ErrorEvent);

@@ -2,6 +2,7 @@ import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import { encodedByteLength } from '../lib/encode.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
+import { accountQueue } from '../lib/telemetry.js';
 
 /**
  * How much a busy sink may have held for it: at most `notifications` undelivered notifications
@@ -171,7 +172,10 @@ export class PendingFrames {
     const size = encodedByteLength(frame);
     if (frame.type === 'message' && frame.priority === 'notification') {
       const key = frame.coalesceKey;
-      if (key !== undefined && this.keys?.has(key) === true) return false;
+      if (key !== undefined && this.keys?.has(key) === true) {
+        accountQueue(0, 0, 1);
+        return false;
+      }
       if (this.notifications >= this.limit || this.bytes + size > this.maxBytes) {
         this.onDrop?.(frame, this.notifications, this.bytes);
         return false;
@@ -180,6 +184,7 @@ export class PendingFrames {
       this.notifications++;
     }
     this.bytes += size;
+    accountQueue(size, 1);
     (this.queue ??= new FrameQueue()).push(frame, size);
     return true;
   }
@@ -187,7 +192,9 @@ export class PendingFrames {
   /** The oldest held frame; only call when `length > 0`. */
   shift(): Frame {
     const queue = this.queue!;
-    this.bytes -= queue.headSize();
+    const size = queue.headSize();
+    this.bytes -= size;
+    accountQueue(-size, -1);
     const frame = queue.shift();
     if (isNotification(frame)) {
       this.notifications--;
@@ -197,6 +204,7 @@ export class PendingFrames {
   }
 
   clear(): void {
+    if (this.queue !== undefined && this.queue.length > 0) accountQueue(-this.bytes, -this.queue.length);
     this.queue?.clear();
     this.keys?.clear();
     this.notifications = 0;

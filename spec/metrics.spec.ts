@@ -13,7 +13,9 @@ import { test } from 'uvu';
 import { collectMetrics, MissingPeerDependencyError } from '../adapters/metrics/index.js';
 import { requirePeer } from '../adapters/peer.js';
 import { redisChannels } from '../adapters/redis/telemetry.js';
-import { channels } from '../lib/telemetry.js';
+import { BehaviorSubject } from 'rxjs';
+import { listenStream } from '../lib/listen.js';
+import { channels, queueTotals } from '../lib/telemetry.js';
 import { listenBody, SseConnection, startEndpoint } from './helpers/http.js';
 import { GetStream, initialize } from './helpers/legacy.js';
 
@@ -121,6 +123,36 @@ test('collectMetrics: drops, errors and unrelayed Redis events from the channels
     // A second bridge on the same registry registers afresh.
     collectMetrics(registry, server.endpoint, { prefix: 'app_' }).close();
   } finally {
+    bridge.close();
+    await server.close();
+  }
+});
+
+test('collectMetrics: queued bytes and frames of every slow consumer now, coalesced notifications since the start', async () => {
+  const server = await startEndpoint();
+  const registry = new Registry();
+  const bridge = collectMetrics(registry, server.endpoint, { prefix: 'q_' });
+  const demand$ = new BehaviorSubject(true);
+  const uris = ['file:///a', 'file:///b'];
+  const subscription = listenStream({ requestId: 1, filter: { resourceSubscriptions: uris }, hub: server.hub, demand$ }).subscribe();
+  try {
+    const before = queueTotals();
+    demand$.next(false);
+    for (const uri of uris) server.hub.notifyResourceUpdated(uri);
+    server.hub.notifyResourceUpdated('file:///a'); // coalesced
+    const held = queueTotals();
+    assert.equal(held.frames - before.frames, 2);
+    assert.ok(held.bytes - before.bytes > 200, `${held.bytes - before.bytes} bytes held`);
+    assert.equal(held.coalesced - before.coalesced, 1);
+    const text = await registry.metrics();
+    assert.equal(sample(text, 'q_queued_bytes'), held.bytes, text);
+    assert.equal(sample(text, 'q_queued_frames'), held.frames, text);
+    assert.equal(sample(text, 'q_notifications_coalesced_total'), 1, text);
+    demand$.next(true);
+    assert.deepEqual({ bytes: queueTotals().bytes, frames: queueTotals().frames }, { bytes: before.bytes, frames: before.frames }, 'the queue drained');
+    assert.equal(sample(await registry.metrics(), 'q_queued_bytes'), before.bytes);
+  } finally {
+    subscription.unsubscribe();
     bridge.close();
     await server.close();
   }

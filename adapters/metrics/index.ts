@@ -3,7 +3,7 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { McpEndpoint } from '../../lib/endpoint.js';
-import { channels, type DropEvent, type ErrorEvent, type StopEvent } from '../../lib/telemetry.js';
+import { channels, queueTotals, type DropEvent, type ErrorEvent, type StopEvent } from '../../lib/telemetry.js';
 import { requirePeer } from '../peer.js';
 import { redisChannels, type ConnectionEvent, type UnrelayedEvent } from '../redis/telemetry.js';
 
@@ -36,6 +36,10 @@ type PromClient = typeof import('prom-client');
  *   `max_lifetime`, `token_expired`, `idle_timeout`, `superseded`, `shutdown`, `error`);
  * - `mcp_rx_notifications_dropped_total{topic}` counter: notifications skipped for a slow consumer;
  * - `mcp_rx_dropped_queue_bytes` gauge: bytes a stream held when it last had to drop one;
+ * - `mcp_rx_queued_bytes`, `mcp_rx_queued_frames` gauges: what the queues for slow consumers hold
+ *   now, over every stream of the process (`queueTotals()`);
+ * - `mcp_rx_notifications_coalesced_total` counter: notifications a slow consumer's queue
+ *   discarded because an identical one was already held;
  * - `mcp_rx_sessions`, `mcp_rx_session_subscriptions`, `mcp_rx_slots_in_use`, `mcp_rx_principals` gauges;
  * - `mcp_rx_errors_total{where}` counter: isolated failures (`hub`, `source`, `endpoint`);
  * - `mcp_rx_redis_unrelayed_events_total{topic,reason}` counter: hub events a Redis bus could not relay;
@@ -89,6 +93,25 @@ export function collectMetrics(registry: Registry, endpoint: McpEndpoint, option
   const closes = counter('stream_closes_total', 'Listen streams ended, by reason.', ['reason']);
   const drops = counter('notifications_dropped_total', 'Notifications skipped because a slow consumer\'s queue was full.', ['topic']);
   const dropBytes = gauge('dropped_queue_bytes', 'Bytes of frames a stream held when it last had to drop a notification.', []);
+  gauge('queued_bytes', 'Bytes of frames held for slow consumers right now, over every stream of the process.', [], function () {
+    this.set(queueTotals().bytes);
+  });
+  gauge('queued_frames', 'Frames held for slow consumers right now, over every stream of the process.', [], function () {
+    this.set(queueTotals().frames);
+  });
+  // A counter read at each scrape: it grows by what the process coalesced since the last one.
+  let coalescedSeen = queueTotals().coalesced;
+  names.push(prefix + 'notifications_coalesced_total');
+  new prom.Counter({
+    name: prefix + 'notifications_coalesced_total',
+    help: 'Notifications discarded for a slow consumer because an identical one was already queued.',
+    registers,
+    collect(this: Counter) {
+      const now = queueTotals().coalesced;
+      if (now > coalescedSeen) this.inc(now - coalescedSeen);
+      coalescedSeen = now;
+    },
+  });
   const errors = counter('errors_total', 'Failures of a subscriber or change source that delivery went on without.', ['where']);
   const unrelayed = counter('redis_unrelayed_events_total', 'Hub events a Redis bus could not relay to the other nodes.', ['topic', 'reason']);
   const redisUp = gauge('redis_connection_up', '1 while the Redis connection is ready, 0 after it was lost.', ['component', 'role']);
