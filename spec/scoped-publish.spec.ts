@@ -38,11 +38,14 @@ test('notifications(hub, filter, scopes): the same rule for users composing the 
   const hub = new Hub();
   const plain: MessageFrame[] = [];
   const scoped: MessageFrame[] = [];
-  notifications(hub, { resourceSubscriptions: ['file:///x'] }).subscribe((f) => plain.push(f));
-  notifications(hub, { resourceSubscriptions: ['file:///x'] }, new Set(['private'])).subscribe((f) => scoped.push(f));
+  const a = notifications(hub, { resourceSubscriptions: ['file:///x'] }).subscribe((f) => plain.push(f));
+  const b = notifications(hub, { resourceSubscriptions: ['file:///x'] }, new Set(['private'])).subscribe((f) => scoped.push(f));
   hub.notifyResourceUpdated('file:///x', { scope: 'private' });
   assert.equal(plain.length, 0);
   assert.equal(scoped.length, 1);
+  a.unsubscribe();
+  b.unsubscribe();
+  assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 }, 'unsubscribing leaves the hub');
 });
 
 test('a scoped publish is relayed with its scope, and a relayed one is delivered under it', () => {
@@ -54,10 +57,12 @@ test('a scoped publish is relayed with its scope, and a relayed one is delivered
   hub.notifyPromptsChanged({ scope: 'private' });
   assert.deepEqual(relayed, [{ topic: 'resource', uri: 'file:///x', scope: 'private' }, { topic: 'prompts', scope: 'private' }]);
   const plain: Frame[] = [];
-  listenStream({ requestId: 1, filter: { promptsListChanged: true }, hub }).subscribe((f) => plain.push(f));
+  const subscription = listenStream({ requestId: 1, filter: { promptsListChanged: true }, hub }).subscribe((f) => plain.push(f));
   deliver({ topic: 'prompts', scope: 'private' });
   deliver({ topic: 'prompts' });
   assert.deepEqual(plain.map(methodOf), ['notifications/subscriptions/acknowledged', 'notifications/prompts/list_changed']);
+  // Its keep-alive timer would keep the test process alive.
+  subscription.unsubscribe();
 });
 
 test('a scope must be a non-empty string', () => {
