@@ -112,6 +112,17 @@ function flushDirty(): void {
  */
 const WRITE_CHUNK = 16_384;
 
+/**
+ * Bytes a stream's response may buffer in node (`res.writableLength`) before the stream is told
+ * the client is busy: 64 KiB. Node reports any write busy once 16 KiB wait for the kernel, which
+ * happens within a single burst to a client that reads at full speed (the kernel takes them a
+ * moment later); told at once, the stream would queue, coalesce and drop the burst of a healthy
+ * client. So a burst of up to this much is written straight through, and only a client whose
+ * backlog reaches it is slow. What a stalled client costs: this, plus its queue
+ * (`listenMaxQueueBytes`), plus the kernel's socket buffers.
+ */
+const BUSY_BYTES = 65_536;
+
 /** Milliseconds after a keep-alive on a paused connection before the probe that finds a gone peer (see `probeLater`). */
 const PROBE_DELAY_MS = 50;
 
@@ -237,7 +248,7 @@ class SseWriter extends Subscriber<Frame> {
     const text = this.pending;
     this.pending = '';
     try {
-      if (!this.res.write(text)) this.demand.next(false);
+      if (!this.res.write(text) && this.res.writableLength >= BUSY_BYTES) this.demand.next(false);
     } catch (error) {
       this.fail(error);
     }
