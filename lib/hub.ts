@@ -163,11 +163,7 @@ export class Hub {
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
    */
   notifyToolsChanged(options?: PublishOptions): void {
-    const scope = scopeOf(options);
-    if (scope === undefined) {
-      this.tools.emit(TOOLS_FRAME);
-      this.bus?.publish(TOOLS_EVENT);
-    } else this.deliverAndRelay({ topic: 'tools', scope });
+    this.notifyList(this.tools, TOOLS_FRAME, TOOLS_EVENT, options);
   }
 
   /**
@@ -175,11 +171,7 @@ export class Hub {
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
    */
   notifyPromptsChanged(options?: PublishOptions): void {
-    const scope = scopeOf(options);
-    if (scope === undefined) {
-      this.prompts.emit(PROMPTS_FRAME);
-      this.bus?.publish(PROMPTS_EVENT);
-    } else this.deliverAndRelay({ topic: 'prompts', scope });
+    this.notifyList(this.prompts, PROMPTS_FRAME, PROMPTS_EVENT, options);
   }
 
   /**
@@ -187,11 +179,16 @@ export class Hub {
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
    */
   notifyResourcesChanged(options?: PublishOptions): void {
+    this.notifyList(this.resources, RESOURCES_FRAME, RESOURCES_EVENT, options);
+  }
+
+  /** A list change: the shared frame and event when unscoped, else delivered and relayed with its scope. */
+  private notifyList(topic: Topic, frame: MessageFrame, event: HubEvent, options: PublishOptions | undefined): void {
     const scope = scopeOf(options);
     if (scope === undefined) {
-      this.resources.emit(RESOURCES_FRAME);
-      this.bus?.publish(RESOURCES_EVENT);
-    } else this.deliverAndRelay({ topic: 'resources', scope });
+      topic.emit(frame);
+      this.bus?.publish(event);
+    } else this.deliverAndRelay({ topic: event.topic as 'tools' | 'prompts' | 'resources', scope });
   }
 
   /**

@@ -119,6 +119,21 @@ function rawGet(url: string, sessionId: string, headers: Record<string, string> 
   return socket;
 }
 
+/** Lets a paused raw socket read a little at a time until `enough` holds for what it received. */
+function readUntil(socket: net.Socket & { received: () => string }, enough: (received: string) => boolean): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const step = () => {
+      if (enough(socket.received())) return resolve();
+      socket.resume();
+      setTimeout(() => {
+        socket.pause();
+        step();
+      }, 1);
+    };
+    step();
+  });
+}
+
 /* ----------------------------------------------------------------------------------------------
  * A GET client gone at every point
  * ------------------------------------------------------------------------------------------- */
@@ -198,18 +213,7 @@ test('a GET client gone during a replay of 100 frames (8 KiB each, more than the
       const socket = rawGet(f.url, sid, { 'Last-Event-ID': '0' });
       socket.pause();
       // Read up to `cut` bytes of the replay, a few KiB at a time, then vanish.
-      await new Promise<void>((resolve) => {
-        const step = () => {
-          const body = socket.received().split('\r\n\r\n').slice(1).join('\r\n\r\n');
-          if (body.length >= cut) return resolve();
-          socket.resume();
-          setTimeout(() => {
-            socket.pause();
-            step();
-          }, 1);
-        };
-        step();
-      });
+      await readUntil(socket, (received) => received.split('\r\n\r\n').slice(1).join('\r\n\r\n').length >= cut);
       socket.resetAndDestroy();
       await eventually(() => f.endpoint.stats.streams === 0 && f.endpoint.stats.slots === 0, 3000, `cut at ${cut}: stream released`);
       assert.equal(f.endpoint.stats.sessionSubscriptions, 101, 'the session waits in its grace period');
@@ -235,17 +239,9 @@ test('a GET client gone mid-frame (half of an 8 KiB notification read) leaks not
     f.hub.notifyResourceUpdated(big);
     const whole = frameText(1, updatedMessage(big));
     // Read the frame a few bytes at a time until about half of it is in, then vanish.
-    await new Promise<void>((resolve) => {
-      const step = () => {
-        const at = socket.received().indexOf('event: message\nid: 1\n');
-        if (at >= 0 && socket.received().length - at >= whole.length / 2) return resolve();
-        socket.resume();
-        setTimeout(() => {
-          socket.pause();
-          step();
-        }, 1);
-      };
-      step();
+    await readUntil(socket, (received) => {
+      const at = received.indexOf('event: message\nid: 1\n');
+      return at >= 0 && received.length - at >= whole.length / 2;
     });
     socket.resetAndDestroy();
     await eventually(() => f.endpoint.stats.streams === 0 && f.endpoint.stats.slots === 0, 3000, 'stream released');
