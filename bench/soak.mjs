@@ -247,20 +247,33 @@ async function openSession(principal) {
   return sid;
 }
 
-/** A legacy GET stream on a raw socket; `ids()` are the event ids received so far. */
+/**
+ * A legacy GET stream on a raw socket; `ids()` are the event ids of the frames received so far,
+ * `primed()` the id of the priming event the stream opened with (an `id:` followed by `retry:`),
+ * `lastSeen()` the last id of either, what a client resumes from.
+ */
 function openGet(sid, principal, lastEventId) {
   const c = connect();
   const extra = lastEventId === undefined ? '' : `Last-Event-ID: ${lastEventId}\r\n`;
   const ids = [];
+  let primed;
+  let lastSeen;
   let partial = '';
   c.socket.on('data', (chunk) => {
     partial += chunk;
     const lines = partial.split('\n');
     partial = lines.pop();
-    for (const line of lines) if (line.startsWith('id: ')) ids.push(Number(line.slice(4)));
+    for (const line of lines) {
+      if (line.startsWith('id: ')) {
+        lastSeen = Number(line.slice(4));
+        ids.push(lastSeen);
+      } else if (line.startsWith('retry: ') && primed === undefined) {
+        primed = ids.pop();
+      }
+    }
   });
   c.socket.write(`GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: ${sid}\r\nMcp-Protocol-Version: 2025-11-25\r\nX-Principal: ${principal}\r\n${extra}\r\n`);
-  return { ...c, ids: () => ids };
+  return { ...c, ids: () => ids, primed: () => primed, lastSeen: () => lastSeen };
 }
 
 async function subscribe(sid, principal, uri) {
@@ -375,6 +388,11 @@ const scenarios = {
       await sleep(between(50, 300));
     }
     const seen = get.ids();
+    const resumeFrom = get.lastSeen();
+    if (get.primed() !== 0) {
+      counts.errors++;
+      console.error('a new session did not prime its GET stream with id 0:', get.primed());
+    }
     get.socket.resetAndDestroy();
     // From here the session is idle until the reconnect reaches the server: past SESSION_IDLE_MS it
     // may be evicted (a 404 is then the documented answer, DESIGN L10); well before, never.
@@ -386,12 +404,17 @@ const scenarios = {
     }
     // Reconnect within the grace period with Last-Event-ID: the ids continue after it, no duplicate.
     await sleep(between(0, 300));
-    const last = seen.at(-1);
+    // Like a client: the last id heard, the priming event's included (DESIGN L7).
+    const last = resumeFrom;
     const again = openGet(sid, principal, last === undefined ? undefined : String(last));
     if (await again.until(() => again.ids().length >= 1, 5_000)) {
       counts.resumed++;
       const ids = again.ids();
       counts.replayedFrames += ids.length;
+      if (last !== undefined && again.primed() !== last) {
+        counts.errors++;
+        console.error(`a reconnect with Last-Event-ID ${last} was primed with`, again.primed());
+      }
       if ((last !== undefined && ids[0] <= last) || !increasing(ids)) {
         counts.errors++;
         console.error(`replay after Last-Event-ID ${last} repeated or reordered ids:`, ids.slice(0, 20));
