@@ -14,6 +14,7 @@ import { InvalidOptionError } from '../lib/errors.js';
 import { DEFAULT_SESSION_OPTIONS } from '../lib/legacy.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY } from '../lib/options.js';
 import type { ReferenceFleet, ReferenceServer, ReferenceServerOptions } from './reference/server.js';
+import { redactedUrl } from './redactedUrl.js';
 
 /** A command-line mistake: printed as one line, exit code 2. */
 class UsageError extends Error {}
@@ -372,16 +373,6 @@ async function watch(argv: string[]): Promise<void> {
   });
 }
 
-/** The URL without its password, for messages. */
-function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.href;
-  } catch {
-    return 'the given URL';
-  }
-}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;

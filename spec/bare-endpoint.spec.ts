@@ -15,6 +15,7 @@ import { test } from 'uvu';
 import { nodeHandler } from '../adapters/node.js';
 import { McpEndpoint, type McpEndpointOptions } from '../lib/endpoint.js';
 import { Hub } from '../lib/hub.js';
+import { eventually } from './helpers/http.js';
 import { within } from './helpers/wait.js';
 
 /** Bound of every wait in this file: fail instead of hanging. */
@@ -23,14 +24,6 @@ const MODERN = '2026-07-28';
 const URI = 'file:///srv/data/config.json';
 const OTHER_URI = 'file:///srv/data/other.json';
 
-/** Polls `predicate` every 5 ms; rejects after `ms`. */
-async function until(predicate: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 /** A GET the server received: its headers, its socket and every byte written on its response. */
 interface SeenGet {
@@ -112,13 +105,13 @@ test('official 2.x client: discovers a bare endpoint (pinned 2026-07-28), listen
       hub.notifyResourceUpdated(OTHER_URI);
       hub.notifyResourceUpdated(URI);
       hub.notifyToolsChanged();
-      await until(() => updated.length >= 1 && toolsChanged() >= 1, WAIT_MS, 'resources/updated and tools/list_changed');
+      await eventually(() => updated.length >= 1 && toolsChanged() >= 1, WAIT_MS, 'resources/updated and tools/list_changed');
       deepStrictEqual(updated, [URI], 'only the URI listened to');
       strictEqual(toolsChanged(), 1);
 
       await within(subscription.close(), WAIT_MS, 'subscription.close()');
       strictEqual(await within(subscription.closed, WAIT_MS, 'subscription.closed'), 'local');
-      await until(() => endpoint.stats.streams === 0 && endpoint.stats.slots === 0, WAIT_MS, 'the stream to be released');
+      await eventually(() => endpoint.stats.streams === 0 && endpoint.stats.slots === 0, WAIT_MS, 'the stream to be released');
       deepStrictEqual(errors.map(String), []);
     } finally {
       await client.close().catch(() => {});
@@ -306,23 +299,23 @@ test('official 1.x client: initializes a bare endpoint, subscribes, gets resourc
       });
       deepStrictEqual(client.getServerVersion(), { name: 'mcp-rx-streams', version: '0.1.0' });
 
-      await until(() => endpoint.stats.streams === 1, WAIT_MS, 'the GET stream to open');
+      await eventually(() => endpoint.stats.streams === 1, WAIT_MS, 'the GET stream to open');
       deepStrictEqual(await within(client.subscribeResource({ uri: URI }), WAIT_MS, 'resources/subscribe'), {});
       hub.notifyResourceUpdated(OTHER_URI);
       hub.notifyResourceUpdated(URI);
-      await until(() => updated.length >= 1, WAIT_MS, 'resources/updated');
+      await eventually(() => updated.length >= 1, WAIT_MS, 'resources/updated');
       deepStrictEqual(updated, [URI]);
       const lastSeen = [...gets[0]!.written.matchAll(/^id: (\d+)$/gm)].map((match) => match[1]).at(-1);
       ok(lastSeen !== undefined, `the GET stream's frames carry ids: ${JSON.stringify(gets[0]!.written)}`);
 
       // The server cuts the GET; a change published meanwhile goes to the session's replay buffer.
       gets[0]!.socket.destroy();
-      await until(() => endpoint.stats.streams === 0 && gets[0]!.closed, WAIT_MS, 'the server to notice the cut');
+      await eventually(() => endpoint.stats.streams === 0 && gets[0]!.closed, WAIT_MS, 'the server to notice the cut');
       hub.notifyResourceUpdated(URI);
       strictEqual(updated.length, 1, 'nothing delivered while disconnected');
 
       releaseReconnect();
-      await until(() => updated.length >= 2, WAIT_MS, 'the missed update after the reconnect');
+      await eventually(() => updated.length >= 2, WAIT_MS, 'the missed update after the reconnect');
       strictEqual(gets.length, 2, 'one reconnect');
       strictEqual(gets[1]!.headers['last-event-id'], lastSeen, 'the reconnect resumes after the last id seen');
       deepStrictEqual(updated, [URI, URI], 'the update made while disconnected, once');

@@ -16,6 +16,7 @@ import { nodeHandler } from '../node.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
 import { ensureDemoData, FileResources, ResourceTooLargeError, type FileChange } from './files.js';
+import { redactedUrl } from '../redactedUrl.js';
 
 /** The protocol revision the reference server speaks. */
 export const PROTOCOL_VERSION = '2026-07-28';
@@ -287,16 +288,6 @@ async function openFleet(
 
 const REDIS_CONNECT_TIMEOUT = 10_000;
 
-/** The URL without its password, for messages. */
-export function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.href;
-  } catch {
-    return 'the given URL';
-  }
-}
 
 /**
  * The hub events a folder change stands for, in publishing order.
