@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../lib/errors.js';
-import { DEFAULT_SESSION_OPTIONS } from '../lib/legacy.js';
+import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY } from '../lib/options.js';
 import type { ReferenceFleet, ReferenceServer, ReferenceServerOptions } from './reference/server.js';
 import { redactedUrl } from './redactedUrl.js';

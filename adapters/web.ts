@@ -1,6 +1,7 @@
 import { Subject, type Subscription } from 'rxjs';
 import { encodeFrame } from '../lib/encode.js';
-import type { EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
+import type { McpEndpoint } from './endpoint/endpoint.js';
+import type { EndpointResponse } from './endpoint/responses.js';
 import { reportError } from '../lib/telemetry.js';
 
 /** Connection facts a Fetch-API runtime knows but `Request` does not carry. */

@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import { MissingClientAddressError, webHandler, type WebConnectionInfo, type WebHandlerOptions } from '../../adapters/web.js';
-import { McpEndpoint, type McpEndpointOptions } from '../../lib/endpoint.js';
+import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
 import { Hub } from '../../lib/hub.js';
 import { channels, type DropEvent, type StopEvent } from '../../lib/telemetry.js';
 import { eventually, LISTEN_HEADERS, listenBody } from '../helpers/http.js';

@@ -1,158 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import {
-  defer,
-  EMPTY,
-  finalize,
-  firstValueFrom,
-  from,
-  race,
-  type Observable,
-  type SchedulerLike,
-  Subject,
-  Subscriber,
-  Subscription,
-  timer,
-  identity,
-  noop,
-  type MonoTypeOperatorFunction,
-} from 'rxjs';
-import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
-import { keepAlive } from '../operators/keepAlive.js';
-import { primeStream } from '../operators/primeStream.js';
-import { replayFrom } from '../operators/replayFrom.js';
-import { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
-import type { AuthInfo } from './auth.js';
-import { expiresAt as tokenExpiry } from './closeTriggers.js';
-import { encodeResourceUpdated } from './encode.js';
-import type { RequestContext } from './endpoint.js';
-import { InvalidOptionError } from './errors.js';
-import { MAX_URI_BYTES, type ServerCapabilities } from './filter.js';
-import { type Frame, mayReceive, type MessageFrame } from './frame.js';
-import { HttpError } from './httpError.js';
-import { type Hub, NotificationMethod } from './hub.js';
-import { ErrorCode, exceedsBytes, JsonRpcError } from './jsonrpc.js';
-import { milliseconds, positiveInteger } from './options.js';
-import { isThenable, type EventLog } from './replayBuffer.js';
-import type { ResourceProvider } from './resources.js';
-import type { SessionBus, SessionCommand, SessionRecord, SessionStore } from './session.js';
-import type { Admission, PrincipalCap } from './principals.js';
-import type { StreamSlots } from './slots.js';
-import { failWhenStalled } from './stallGuard.js';
-import { channels, reportError } from './telemetry.js';
-
-/** The legacy protocol revisions a session can be initialized with, newest first. */
-export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18']);
-
-/** Options of the legacy era (DESIGN L1–L10); every duration is in milliseconds. */
-export interface SessionOptions {
-  /** A session with no request and no live GET stream for this long is evicted. Default 1 800 000 (30 min). */
-  readonly sessionIdleTimeout: number;
-  /**
-   * After a session's GET stream drops, its subscriptions keep feeding the replay buffer for this
-   * long, so a reconnect with `Last-Event-ID` gets what changed meanwhile. Default 60 000 (60 s).
-   */
-  readonly sessionGracePeriod: number;
-  /** How often the prune sweep looks for idle sessions nobody touches. Default 60 000 (1 min). */
-  readonly sessionPruneInterval: number;
-  /** How many of a session's most recent frames are kept for `Last-Event-ID` replay. Default 100. */
-  readonly replayBufferSize: number;
-  /** Whether `DELETE /mcp` ends a session (204); when false it answers 405 `Allow: POST, GET`. Default true. */
-  readonly allowClientSessionDelete: boolean;
-  /** How long a `resources/subscribe` without a live GET stream waits for one before `-32602`; 0 = not at all. Default 1000. */
-  readonly subscribeStreamWait: number;
-  /**
-   * The most sessions this node holds; an `initialize` beyond it gets HTTP 503 and `-32000`, so a
-   * flood of `initialize` cannot exhaust memory. Default 10 000.
-   */
-  readonly maxSessions: number;
-  /**
-   * The most resource URIs one session may subscribe to (like the 1000 URIs of a listen filter);
-   * one more answers `-32602` until it unsubscribes from one. Default 1000.
-   */
-  readonly maxSubscriptionsPerSession: number;
-  /**
-   * The most sessions one principal holds on this node; an `initialize` beyond it ends that
-   * principal's least recently used session (its GET stream ends cleanly, its record is removed),
-   * never another principal's. Default 100.
-   */
-  readonly maxSessionsPerPrincipal: number;
-  /**
-   * Milliseconds a client should wait before reconnecting its GET stream: sent as the SSE `retry:`
-   * field of the priming event every GET stream opens with (DESIGN L7). Default 1000.
-   */
-  readonly reconnectDelay: number;
-}
-
-/** The legacy options used where none are given. */
-export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = Object.freeze({
-  sessionIdleTimeout: 1_800_000,
-  sessionGracePeriod: 60_000,
-  sessionPruneInterval: 60_000,
-  replayBufferSize: 100,
-  allowClientSessionDelete: true,
-  subscribeStreamWait: 1_000,
-  maxSessions: 10_000,
-  maxSubscriptionsPerSession: 1_000,
-  maxSessionsPerPrincipal: 100,
-  reconnectDelay: 1_000,
-});
-
-/**
- * Completes legacy options with their defaults and refuses values the library cannot use.
- * @throws InvalidOptionError naming the option.
- */
-export function resolveSessionOptions(input: Partial<SessionOptions> = {}): Readonly<SessionOptions> {
-  const pick = <K extends keyof SessionOptions>(key: K): unknown => input[key] ?? DEFAULT_SESSION_OPTIONS[key];
-  const allow = pick('allowClientSessionDelete');
-  if (typeof allow !== 'boolean') throw new InvalidOptionError('allowClientSessionDelete', 'a boolean', allow);
-  const wait = pick('subscribeStreamWait');
-  return Object.freeze({
-    sessionIdleTimeout: milliseconds('sessionIdleTimeout', pick('sessionIdleTimeout')),
-    sessionGracePeriod: milliseconds('sessionGracePeriod', pick('sessionGracePeriod')),
-    sessionPruneInterval: milliseconds('sessionPruneInterval', pick('sessionPruneInterval')),
-    replayBufferSize: positiveInteger('replayBufferSize', pick('replayBufferSize')),
-    allowClientSessionDelete: allow,
-    subscribeStreamWait: wait === 0 ? 0 : milliseconds('subscribeStreamWait', wait),
-    maxSessions: positiveInteger('maxSessions', pick('maxSessions')),
-    maxSubscriptionsPerSession: positiveInteger('maxSubscriptionsPerSession', pick('maxSubscriptionsPerSession')),
-    maxSessionsPerPrincipal: positiveInteger('maxSessionsPerPrincipal', pick('maxSessionsPerPrincipal')),
-    reconnectDelay: milliseconds('reconnectDelay', pick('reconnectDelay')),
-  });
-}
-
-/** What the server says about itself in the `initialize` result. */
-export interface ServerInfo {
-  readonly name: string;
-  readonly version: string;
-  readonly [member: string]: unknown;
-}
-
-/** Everything the legacy sessions are built from (the endpoint's options, resolved). */
-export interface LegacySessionsInit {
-  readonly hub: Hub;
-  readonly store: SessionStore;
-  readonly providers: readonly ResourceProvider[];
-  readonly options: Readonly<SessionOptions>;
-  readonly capabilities: ServerCapabilities;
-  /** Extra members merged into the advertised capabilities (e.g. `logging`, `completions`). */
-  readonly extraCapabilities: Readonly<Record<string, unknown>>;
-  readonly serverInfo: ServerInfo;
-  readonly instructions: string | undefined;
-  readonly keepAliveInterval: number;
-  /** A GET stream ends (cleanly: the client reconnects and is authorized again) after this many milliseconds. */
-  readonly maxStreamLifetime: number;
-  readonly maxQueue: number;
-  /** The byte budget of a GET stream's queue for a client that is not reading (`listenMaxQueueBytes`). */
-  readonly maxQueueBytes: number;
-  readonly slots: StreamSlots;
-  /** The per-principal cap GET streams are admitted through, shared with listen streams (DESIGN M8). */
-  readonly principals: PrincipalCap;
-  readonly scheduler: SchedulerLike;
-  /** The event log of a session (its ids and replay buffer): a `ReplayBuffer` in process, a shared log in a fleet. */
-  readonly eventLog: (sessionId: string) => EventLog;
-  /** Relays session commands between the nodes of a fleet; absent in a single process. */
-  readonly bus: SessionBus | undefined;
-}
+import { type Observable, type Subscription, timer } from 'rxjs';
+import type { AuthInfo } from '../../../lib/auth.js';
+import type { RequestContext } from '../../../lib/context.js';
+import type { Frame } from '../../../lib/frame.js';
+import { HttpError } from '../../../lib/httpError.js';
+import { ErrorCode, JsonRpcError } from '../../../lib/jsonrpc.js';
+import { LEGACY_PROTOCOL_VERSIONS } from '../../../lib/protocol.js';
+import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
+import { reportError } from '../../../lib/telemetry.js';
+import { initializeResult } from '../discover.js';
+import { openGetStream, type StreamOwner } from './getStream.js';
+import { endStream, LiveSession, sleep } from './liveSession.js';
+import type { LegacySessionsInit } from './sessionOptions.js';
+import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
 
 /** Counts of what the legacy sessions hold on this node (for leak checks and metrics). */
 export interface SessionStats {
@@ -162,96 +22,6 @@ export interface SessionStats {
   readonly streams: number;
   /** Live resource subscriptions (change sources subscribed). */
   readonly subscriptions: number;
-}
-
-const RESTORE_CONCURRENCY = 8;
-const NO_SCOPES: ReadonlySet<string> = new Set();
-const STREAM_REQUIRED = 'open the GET SSE stream before subscribing to resources';
-
-/** A GET stream of a session: where its live frames go, and how the server ends it. */
-interface StreamHandle {
-  readonly feed: Subject<Frame>;
-  readonly ended: Subject<void>;
-  /** Its place in the principal's cap: given back as soon as the stream is ended. */
-  readonly admission: Admission;
-}
-
-/** A subscribe in progress: told why it was cancelled when something overtakes it. */
-interface PendingSubscribe {
-  reason: string | undefined;
-}
-
-/** A session as this node holds it: the record plus what cannot be persisted. */
-export class LiveSession {
-  readonly id: string;
-  readonly principal: string;
-  readonly protocolVersion: string;
-  /** The persisted subscription list, kept in step with the store. */
-  uris: string[];
-  lastActivity: number;
-  readonly log: EventLog;
-  stream: StreamHandle | undefined;
-  /** The request context of the live GET stream (whose principal remote subscribes run as). */
-  streamContext: RequestContext | undefined;
-  readonly live = new Map<string, Subscription>();
-  readonly pending = new Map<string, PendingSubscribe>();
-  listChanged: Subscription | undefined;
-  grace: Subscription | undefined;
-  ended = false;
-  /** Emits when a GET stream attaches or the session ends. */
-  readonly changed = new Subject<void>();
-  /**
-   * The read scopes of the principal as of its latest GET stream (empty until one opens): a
-   * notification published with a scope outside them is never stamped nor written.
-   */
-  scopes: ReadonlySet<string> = NO_SCOPES;
-
-  // Frames whose (asynchronous) append has not resolved yet, in order; empty with a ReplayBuffer.
-  #stamping: PromiseLike<MessageFrame>[] = [];
-
-  constructor(record: SessionRecord, log: EventLog) {
-    this.id = record.id;
-    this.principal = record.principal;
-    this.protocolVersion = record.protocolVersion;
-    this.uris = [...record.subscriptions];
-    this.lastActivity = record.lastActivity;
-    this.log = log;
-  }
-
-  /**
-   * Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live
-   * stream if any. With an asynchronous log, frames still reach the stream in push order; a frame
-   * the log failed to take is reported on `channels.error` and not written.
-   */
-  push(frame: MessageFrame): void {
-    if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
-    const stamped = this.log.append(frame);
-    if (!isThenable(stamped) && this.#stamping.length === 0) {
-      this.stream?.feed.next(stamped);
-      return;
-    }
-    this.#stamping.push(isThenable(stamped) ? stamped : Promise.resolve(stamped));
-    if (this.#stamping.length === 1) this.#drain();
-  }
-
-  #drain(): void {
-    const head = this.#stamping[0];
-    if (head === undefined) return;
-    const next = () => {
-      this.#stamping.shift();
-      this.#drain();
-    };
-    head.then(
-      (frame) => {
-        this.stream?.feed.next(frame);
-        next();
-      },
-      (error: unknown) => {
-        reportError('source', error);
-        next();
-      },
-    );
-  }
 }
 
 /**
@@ -268,9 +38,11 @@ export class LegacySessions {
   #closed = false;
 
   readonly #disconnect: (() => void) | undefined;
+  readonly #owner: StreamOwner;
 
   constructor(init: LegacySessionsInit) {
     this.#init = init;
+    this.#owner = { init, isClosed: () => this.#closed };
     this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
   }
 
@@ -307,13 +79,7 @@ export class LegacySessions {
     await this.#init.store.create(record);
     this.#adopt(record);
     const { capabilities, extraCapabilities, serverInfo, instructions } = this.#init;
-    const advertised: Record<string, unknown> = { ...extraCapabilities };
-    if (capabilities.tools) advertised.tools = { listChanged: true };
-    if (capabilities.prompts) advertised.prompts = { listChanged: true };
-    if (capabilities.resources) advertised.resources = { subscribe: true, listChanged: true };
-    const result: Record<string, unknown> = { protocolVersion, capabilities: advertised, serverInfo };
-    if (instructions !== undefined) result.instructions = instructions;
-    return { id: record.id, result };
+    return { id: record.id, result: initializeResult(protocolVersion, capabilities, extraCapabilities, serverInfo, instructions) };
   }
 
   /** Ends `principal`'s least recently used sessions until it holds fewer than `maxSessionsPerPrincipal`. */
@@ -376,152 +142,17 @@ export class LegacySessions {
     context: RequestContext,
     shutdown$: Observable<void>,
   ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
-    const slot = this.#closed || session.ended ? undefined : this.#init.slots.tryAcquire();
-    if (slot === undefined) return undefined;
-    const { scheduler, keepAliveInterval, maxQueue, maxQueueBytes, maxStreamLifetime } = this.#init;
-    const open = (demand$: Observable<boolean>) =>
-      defer(() => {
-        const expiry = context.auth.expiresAt;
-        // A credential already expired gets nothing, not even the replay.
-        if (session.ended || this.#closed || (expiry !== undefined && expiry <= scheduler.now())) {
-          slot.release();
-          return EMPTY;
-        }
-        // The GET this one replaces leaves the principal's count before this one is admitted.
-        this.#endStream(session);
-        // DESIGN M8 for GET streams too: over the cap, the principal's oldest stream of either
-        // kind is superseded (a GET one ends cleanly, and its client reconnects).
-        const admission = this.#init.principals.admit(context.auth.principal);
-        const handle: StreamHandle = { feed: new Subject<Frame>(), ended: new Subject<void>(), admission };
-        session.stream = handle;
-        session.streamContext = context;
-        session.scopes = context.auth.scopes;
-        session.changed.next();
-        this.#claim(session);
-        session.grace?.unsubscribe();
-        session.grace = undefined;
-        this.#watchListChanged(session);
-        // Like a listen, a GET stream lives at most maxStreamLifetime: its client reconnects (with
-        // Last-Event-ID) and its subscriptions are authorized again on restore.
-        const ends: Subscription[] = [
-          shutdown$.subscribe(() => this.#endStream(session, handle)),
-          admission.superseded$.subscribe(() => this.#endStream(session, handle)),
-          // maxStreamLifetime is validated to fit one timer: one scheduled action, not a trigger chain.
-          scheduler.schedule(() => this.#endStream(session, handle), maxStreamLifetime),
-        ];
-        const expiresAt = context.auth.expiresAt;
-        if (expiresAt !== undefined) {
-          ends.push(tokenExpiry(expiresAt, scheduler)(EMPTY).subscribe(() => this.#endStream(session, handle)));
-        }
-        // Restore what is on the record but not live (after a grace period ran out, or on another node).
-        const toRestore = { [Symbol.iterator]: () => session.uris.filter((uri) => !session.live.has(uri))[Symbol.iterator]() };
-        // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
-        const replay: MonoTypeOperatorFunction<Frame> = lastEventId === undefined ? identity : replayFrom(lastEventId, session.log);
-        return handle.feed.pipe(
-          replay,
-          // DESIGN L7: the stream opens with the id its client can resume from, heard or not.
-          primeStream(lastEventId, session.log, this.#init.options.reconnectDelay),
-          keepAlive(keepAliveInterval, scheduler),
-          dropWhenQueueExceeds({ notifications: maxQueue, bytes: maxQueueBytes }, demand$, onDrop),
-          restoreSubscriptions(toRestore, (uri) => this.#restore(session, uri, context, handle), RESTORE_CONCURRENCY, (uri, error) =>
-            reportError('source', new RestoreError(uri, error)),
-          ),
-          failWhenStalled(handle.ended, keepAliveInterval, scheduler),
-          finalize(() => {
-            for (const end of ends) end.unsubscribe();
-            admission.release();
-            slot.release();
-            this.#detach(session, handle);
-          }),
-        );
-      });
-    return { open, abandon: () => slot.release() };
+    return openGetStream(this.#owner, session, lastEventId, context, shutdown$);
   }
 
   /** `resources/subscribe` (DESIGN L2–L5): `{}` or a JSON-RPC error, never an HTTP error. */
-  async subscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
-    const uri = requireUri('resources/subscribe', params);
-    if (session.stream === undefined && this.#init.bus !== undefined) {
-      const record = await this.#init.store.get(session.id);
-      const holder = record?.streamNode;
-      if (holder !== undefined && holder !== null && holder !== this.#init.bus.nodeId) return this.#subscribeRemote(session, uri, context);
-    }
-    const wait = this.#init.options.subscribeStreamWait;
-    if (session.stream === undefined && wait > 0 && !session.ended) {
-      await firstValueFrom(race(session.changed, timer(wait, this.#init.scheduler)), { defaultValue: undefined });
-    }
-    const stream = session.stream;
-    if (stream === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, STREAM_REQUIRED);
-    this.#checkCap(session, uri);
-    const outcome = await this.#establish(session, uri, context, stream);
-    if (outcome !== undefined) throw outcome.error;
-    return {};
+  subscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
+    return subscribe(this.#init, session, params, context);
   }
 
   /** `resources/unsubscribe` (DESIGN L4): `{}`, also for a URI that was never subscribed. */
-  async unsubscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined): Promise<object> {
-    const uri = requireUri('resources/unsubscribe', params);
-    const pending = session.pending.get(uri);
-    if (pending !== undefined) {
-      pending.reason = 'resources/unsubscribe arrived';
-      session.pending.delete(uri);
-    }
-    session.live.get(uri)?.unsubscribe();
-    session.live.delete(uri);
-    if (session.uris.includes(uri)) {
-      session.uris = session.uris.filter((kept) => kept !== uri);
-      await this.#init.store.update(session.id, { subscriptions: session.uris });
-    }
-    if (session.stream === undefined) await this.#init.bus?.publish(session.id, { kind: 'unsubscribe', uri });
-    return {};
-  }
-
-  /**
-   * A subscribe served on this node for a session whose GET stream is on another: checked here
-   * (the providers are the same on every node), persisted, and handed to the holder to establish.
-   */
-  async #subscribeRemote(session: LiveSession, uri: string, context: RequestContext): Promise<object> {
-    this.#checkCap(session, uri);
-    let provider: ResourceProvider | undefined;
-    let readable = false;
-    try {
-      provider = await this.#provider(uri, context);
-      readable = provider !== undefined && (await provider.canRead(uri, context));
-    } catch (error) {
-      reportError('source', error);
-      throw new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`);
-    }
-    if (provider === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`);
-    if (!readable) throw new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`);
-    if (!session.uris.includes(uri)) {
-      session.uris = [...session.uris, uri];
-      await this.#init.store.update(session.id, { subscriptions: session.uris });
-    }
-    await this.#init.bus!.publish(session.id, { kind: 'subscribe', uri });
-    return {};
-  }
-
-  #checkCap(session: LiveSession, uri: string): void {
-    const cap = this.#init.options.maxSubscriptionsPerSession;
-    if (!session.uris.includes(uri) && session.uris.length >= cap) {
-      throw new JsonRpcError(ErrorCode.InvalidParams, `a session can hold at most ${cap} resource subscriptions; unsubscribe from one first`);
-    }
-  }
-
-  async #provider(uri: string, context: RequestContext): Promise<ResourceProvider | undefined> {
-    for (const candidate of this.#init.providers) if (await candidate.subscribable(uri, context)) return candidate;
-    return undefined;
-  }
-
-  /** This node now holds the session's GET stream: recorded, and every other node lets go of it. */
-  #claim(session: LiveSession): void {
-    const bus = this.#init.bus;
-    if (bus === undefined) return;
-    const claimed = async () => {
-      await this.#init.store.update(session.id, { streamNode: bus.nodeId });
-      await bus.publish(session.id, { kind: 'claimed', node: bus.nodeId });
-    };
-    claimed().catch((error: unknown) => reportError('source', error));
+  unsubscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined): Promise<object> {
+    return unsubscribe(this.#init, session, params);
   }
 
   /** A command from another node of the fleet. */
@@ -540,7 +171,7 @@ export class LegacySessions {
         const stream = session.stream;
         const context = session.streamContext;
         if (stream === undefined || context === undefined) return;
-        this.#restore(session, command.uri, context, stream).catch((error: unknown) => reportError('source', new RestoreError(command.uri, error)));
+        restore(this.#init, session, command.uri, context, stream).catch((error: unknown) => reportError('source', new RestoreError(command.uri, error)));
         return;
       }
       case 'unsubscribe': {
@@ -568,8 +199,8 @@ export class LegacySessions {
     this.#stopPrune();
     this.#disconnect?.();
     for (const session of this.#sessions.values()) {
-      this.#endStream(session);
-      this.#sleep(session);
+      endStream(session);
+      sleep(session);
     }
   }
 
@@ -604,8 +235,8 @@ export class LegacySessions {
     session.ended = true;
     session.changed.next();
     session.changed.complete();
-    this.#sleep(session);
-    this.#endStream(session);
+    sleep(session);
+    endStream(session);
     if (this.#sessions.get(session.id) === session) this.#sessions.delete(session.id);
     const own = this.#byPrincipal.get(session.principal);
     if (own !== undefined && own.delete(session) && own.size === 0) this.#byPrincipal.delete(session.principal);
@@ -636,207 +267,8 @@ export class LegacySessions {
     session.lastActivity = now;
     await this.#init.store.update(session.id, { lastActivity: now });
   }
-
-  /** Ends the session's stream (only `handle` when given): its pipeline writes what it holds and completes. */
-  #endStream(session: LiveSession, handle: StreamHandle | undefined = session.stream): void {
-    if (handle === undefined || session.stream !== handle) return;
-    session.stream = undefined;
-    handle.admission.release();
-    handle.ended.next();
-    handle.ended.complete();
-    handle.feed.complete();
-  }
-
-  /** A stream's pipeline ended (any reason): the session waits for a reconnect for the grace period. */
-  #detach(session: LiveSession, handle: StreamHandle): void {
-    this.#endStream(session, handle);
-    if (session.ended || this.#closed || session.stream !== undefined) return;
-    session.streamContext = undefined;
-    session.lastActivity = this.#init.scheduler.now();
-    const changes = this.#init.bus === undefined ? { lastActivity: session.lastActivity } : { lastActivity: session.lastActivity, streamNode: null };
-    Promise.resolve(this.#init.store.update(session.id, changes)).catch((error: unknown) => reportError('source', error));
-    session.grace?.unsubscribe();
-    session.grace = timer(this.#init.options.sessionGracePeriod, this.#init.scheduler).subscribe(() => {
-      session.grace = undefined;
-      if (session.stream === undefined) this.#sleep(session);
-    });
-  }
-
-  /** Releases the session's live subscriptions (they stay on the record, restored on the next GET). */
-  #sleep(session: LiveSession): void {
-    session.grace?.unsubscribe();
-    session.grace = undefined;
-    session.listChanged?.unsubscribe();
-    session.listChanged = undefined;
-    for (const subscription of session.live.values()) subscription.unsubscribe();
-    session.live.clear();
-    for (const pending of session.pending.values()) pending.reason ??= 'the GET stream closed';
-    session.pending.clear();
-  }
-
-  #watchListChanged(session: LiveSession): void {
-    if (session.listChanged !== undefined) return;
-    const { hub, capabilities } = this.#init;
-    const kinds: ('tools' | 'prompts' | 'resources')[] = [];
-    if (capabilities.tools) kinds.push('tools');
-    if (capabilities.prompts) kinds.push('prompts');
-    if (capabilities.resources) kinds.push('resources');
-    if (kinds.length === 0) return;
-    // One subscriber registered on each topic directly (per session, so kept small): topics never complete.
-    const subscriber = new Subscriber<MessageFrame>({ next: (frame: MessageFrame) => session.push(frame), error: noop, complete: noop });
-    for (const kind of kinds) hub.attach(kind, undefined, subscriber);
-    session.listChanged = new Subscription(() => {
-      for (const kind of kinds) hub.detach(kind, undefined, subscriber);
-      subscriber.unsubscribe();
-    });
-  }
-
-  async #restore(session: LiveSession, uri: string, context: RequestContext, stream: StreamHandle): Promise<void> {
-    const outcome = await this.#establish(session, uri, context, stream);
-    if (outcome === undefined) return;
-    if (outcome.drop) {
-      session.uris = session.uris.filter((kept) => kept !== uri);
-      await this.#init.store.update(session.id, { subscriptions: session.uris });
-      return;
-    }
-    throw outcome.error;
-  }
-
-  /**
-   * Subscribes `uri`'s change source into the session's feed. Returns nothing on success, else the
-   * error and whether the URI should leave the record (no longer subscribable or readable).
-   */
-  async #establish(
-    session: LiveSession,
-    uri: string,
-    context: RequestContext,
-    stream: StreamHandle,
-  ): Promise<{ readonly error: JsonRpcError; readonly drop: boolean } | undefined> {
-    const pending: PendingSubscribe = { reason: undefined };
-    const overtaken = session.pending.get(uri);
-    if (overtaken !== undefined) overtaken.reason = 'a newer resources/subscribe for the URI arrived';
-    session.pending.set(uri, pending);
-    const cancelled = () => {
-      const reason = pending.reason ?? (session.stream !== stream ? 'the GET stream closed' : undefined);
-      return reason === undefined
-        ? undefined
-        : { error: new JsonRpcError(ErrorCode.InvalidParams, `resources/subscribe for ${uri} was cancelled: ${reason}`), drop: false };
-    };
-    const failed = (error: unknown) => {
-      reportError('source', error);
-      return { error: new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`), drop: false };
-    };
-    try {
-      let provider: ResourceProvider | undefined;
-      try {
-        provider = await this.#provider(uri, context);
-      } catch (error) {
-        return cancelled() ?? failed(error);
-      }
-      const early = cancelled();
-      if (early !== undefined) return early;
-      if (provider === undefined) {
-        return { error: new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`), drop: true };
-      }
-      let readable: boolean;
-      try {
-        readable = await provider.canRead(uri, context);
-      } catch (error) {
-        return cancelled() ?? failed(error);
-      }
-      const late = cancelled();
-      if (late !== undefined) return late;
-      if (!readable) return { error: new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`), drop: true };
-
-      const frame = resourceUpdatedFrame(uri);
-      let subscribing = true;
-      let emittedEarly = false;
-      let failure: { error: unknown } | undefined;
-      let subscription: Subscription | undefined;
-      const forget = () => {
-        if (subscription !== undefined && session.live.get(uri) === subscription) session.live.delete(uri);
-      };
-      try {
-        subscription = from(provider.changes(uri, context)).subscribe({
-          // A value emitted while subscribing is written once the subscribe has succeeded.
-          next: (value: unknown) => {
-            // A scoped hub publish (hubResources) is heard only by principals holding its scope.
-            if (!mayReceiveValue(value, context.auth.scopes)) return;
-            if (subscribing) emittedEarly = true;
-            else session.push(frame);
-          },
-          error: (error: unknown) => {
-            if (subscribing) failure = { error };
-            else reportError('source', error);
-            forget();
-          },
-          complete: forget,
-        });
-      } catch (error) {
-        failure = { error };
-      }
-      subscribing = false;
-      if (failure !== undefined) {
-        subscription?.unsubscribe();
-        return failed(failure.error);
-      }
-      if (emittedEarly) session.push(frame);
-      if (subscription === undefined || subscription.closed) {
-        // A source that completed at once has nothing to say later: subscribed, and that is all.
-      } else {
-        session.live.get(uri)?.unsubscribe();
-        session.live.set(uri, subscription);
-      }
-      if (!session.uris.includes(uri)) {
-        session.uris = [...session.uris, uri];
-        await this.#init.store.update(session.id, { subscriptions: session.uris });
-      }
-      return undefined;
-    } finally {
-      if (session.pending.get(uri) === pending) session.pending.delete(uri);
-    }
-  }
-}
-
-/** A persisted subscription that could not be restored on a GET (it stays on the record). */
-export class RestoreError extends Error {
-  override readonly name = 'RestoreError';
-  constructor(
-    readonly uri: string,
-    override readonly cause: unknown,
-  ) {
-    super(`failed to restore the subscription to ${uri}; it is retried on the next GET`);
-  }
 }
 
 function notFound(): HttpError {
   return new HttpError(404, new JsonRpcError(-32001, 'session not found: initialize a new session'));
-}
-
-function requireUri(method: string, params: Readonly<Record<string, unknown>> | undefined): string {
-  const uri = params?.uri;
-  if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, `${method} requires params.uri`);
-  if (exceedsBytes(uri, MAX_URI_BYTES)) throw new JsonRpcError(ErrorCode.InvalidParams, `${method} params.uri must be at most ${MAX_URI_BYTES} bytes`);
-  return uri;
-}
-
-function resourceUpdatedFrame(uri: string): MessageFrame {
-  return Object.freeze({
-    type: 'message',
-    message: Object.freeze({ jsonrpc: '2.0', method: NotificationMethod.resource, params: Object.freeze({ uri }) }),
-    priority: 'notification',
-    topic: 'resource',
-    coalesceKey: `${NotificationMethod.resource} ${uri}`,
-    encoded: encodeResourceUpdated(uri),
-  });
-}
-
-/** A provider's change value: a scoped hub frame only for principals holding its scope; anything else for all. */
-function mayReceiveValue(value: unknown, scopes: ReadonlySet<string>): boolean {
-  const scope = (value as { scope?: unknown } | null)?.scope;
-  return (value as { type?: unknown } | null)?.type !== 'message' || typeof scope !== 'string' || scopes.has(scope);
-}
-
-function onDrop(frame: MessageFrame, queueLength: number, queueBytes: number): void {
-  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, queueBytes, topic: frame.topic ?? 'resource' });
 }
