@@ -6,13 +6,14 @@ import { Observable, type Subscriber } from 'rxjs';
 import { request, type Dispatcher } from 'undici';
 import { InvalidOptionError } from '../lib/errors.js';
 import { isJsonRpcId, type JsonRpcId, type JsonRpcMessage } from '../lib/jsonrpc.js';
+import { MODERN_PROTOCOL_VERSION, NEWEST_LEGACY_PROTOCOL_VERSION } from '../lib/protocol.js';
 import { SseParser, type ParsedSseEvent } from './sseParser.js';
 
-/** The protocol revision `listen` speaks. */
-export const LISTEN_PROTOCOL_VERSION = '2026-07-28';
+/** The protocol revision `listen` speaks: `'2026-07-28'`. */
+export const LISTEN_PROTOCOL_VERSION = MODERN_PROTOCOL_VERSION;
 
-/** The protocol revision `openSse` announces unless told otherwise. */
-export const LEGACY_PROTOCOL_VERSION = '2025-11-25';
+/** The protocol revision `openSse` announces unless told otherwise: `'2025-11-25'`. */
+export const LEGACY_PROTOCOL_VERSION = NEWEST_LEGACY_PROTOCOL_VERSION;
 
 /** Options of {@link listen}. */
 export interface ListenClientOptions {

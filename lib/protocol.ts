@@ -4,12 +4,15 @@
 /** The protocol revision of the modern era (`subscriptions/listen`): `'2026-07-28'`. */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
 
+/** The newest legacy revision, `'2025-11-25'`: the first of {@link LEGACY_PROTOCOL_VERSIONS}. @internal */
+export const NEWEST_LEGACY_PROTOCOL_VERSION = '2025-11-25';
+
 /**
  * The legacy protocol revisions a session can be initialized with, newest first
  * (`['2025-11-25', '2025-06-18']`): `initialize` agrees on the one the client asks for, else on the
  * newest.
  */
-export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18']);
+export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = Object.freeze([NEWEST_LEGACY_PROTOCOL_VERSION, '2025-06-18']);
 
 /**
  * Every published revision of the legacy era (2024-11-05 to 2025-11-25): a request naming one is

@@ -121,6 +121,12 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly subscribeStreamWait?: number;
 }
 
+/** Default of {@link McpEndpointOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
+export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
+
+/** Default of {@link McpEndpointOptions.bodyTimeout}: 10 000 milliseconds. */
+export const DEFAULT_BODY_TIMEOUT = 10_000;
+
 /** Every option name {@link McpEndpointOptions} has: any other key is refused, so that a typo is not silently ignored. */
 const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
@@ -166,8 +172,8 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
   const listenOptions = resolveListenOptions({ keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice });
   const limits = resolveStreamLimits({ maxListensPerPrincipal: options.maxListensPerPrincipal, maxStreams: options.maxStreams });
   const capabilities = options.capabilities ?? { tools: true, prompts: true, resources: true };
-  const maxBodyBytes = options.maxBodyBytes === undefined ? 1_048_576 : positiveInteger('maxBodyBytes', options.maxBodyBytes);
-  const bodyTimeout = options.bodyTimeout === undefined ? 10_000 : milliseconds('bodyTimeout', options.bodyTimeout);
+  const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
+  const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
   const scheduler = options.scheduler ?? asyncScheduler;
   const check = hostCheck(options.allowedHosts, options.allowedOrigins);
   const sessionOptions = resolveSessionOptions({

@@ -5,7 +5,7 @@ import type { RequestContext } from '../../../lib/context.js';
 import type { Frame } from '../../../lib/frame.js';
 import { HttpError } from '../../../lib/httpError.js';
 import { ErrorCode, JsonRpcError } from '../../../lib/jsonrpc.js';
-import { LEGACY_PROTOCOL_VERSIONS } from '../../../lib/protocol.js';
+import { LEGACY_PROTOCOL_VERSIONS, NEWEST_LEGACY_PROTOCOL_VERSION } from '../../../lib/protocol.js';
 import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { initializeResult } from '../discover.js';
@@ -62,7 +62,7 @@ export class LegacySessions {
     if (typeof requested !== 'string') {
       throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
     }
-    const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LEGACY_PROTOCOL_VERSIONS[0]!;
+    const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : NEWEST_LEGACY_PROTOCOL_VERSION;
     // Fairness first: a principal at its own cap makes room among its own sessions, so that one
     // client cannot fill the server-wide cap and lock every other principal out.
     await this.#makeRoomFor(auth.principal);
@@ -270,5 +270,5 @@ export class LegacySessions {
 }
 
 function notFound(): HttpError {
-  return new HttpError(404, new JsonRpcError(-32001, 'session not found: initialize a new session'));
+  return new HttpError(404, new JsonRpcError(ErrorCode.SessionNotFound, 'session not found: initialize a new session'));
 }
