@@ -23,12 +23,12 @@ export const STANDALONE_STREAM_ID = '_GET_stream';
  * resumes the right stream.
  */
 export interface SdkEventStore {
-  /** Records `message` on `streamId`; resolves with its event id (`<streamId>:<n>`). */
-  storeEvent(streamId: string, message: JsonRpcMessage | Record<string, never>): Promise<string>;
+  /** Records `message` (a JSON-RPC message, or `{}` for a priming event) on `streamId`; resolves with its event id (`<streamId>:<n>`). */
+  storeEvent(streamId: string, message: object): Promise<string>;
   /** The stream an event id belongs to; `undefined` for an id this store did not make (the SDK answers 400). */
   getStreamIdForEventId(eventId: string): Promise<string | undefined>;
   /** Sends, oldest first, the recorded messages of `lastEventId`'s stream that came after it; resolves with that stream's id. */
-  replayEventsAfter(lastEventId: string, sink: { send: (eventId: string, message: JsonRpcMessage) => Promise<void> }): Promise<string>;
+  replayEventsAfter(lastEventId: string, sink: { send: (eventId: string, message: object) => Promise<void> }): Promise<string>;
 }
 
 /** Options of {@link replayEventStore}. */
@@ -126,7 +126,7 @@ const STREAM_ID = /^[\x21-\x7e]+$/;
 class LogEventStore implements SdkEventStore {
   constructor(private readonly logOf: LogOf) {}
 
-  async storeEvent(streamId: string, message: JsonRpcMessage | Record<string, never>): Promise<string> {
+  async storeEvent(streamId: string, message: object): Promise<string> {
     if (typeof streamId !== 'string' || !STREAM_ID.test(streamId)) {
       throw new TypeError(`an event store's stream id must be visible ASCII, got ${JSON.stringify(streamId)}`);
     }
@@ -143,7 +143,7 @@ class LogEventStore implements SdkEventStore {
     return parse(eventId)?.streamId;
   }
 
-  async replayEventsAfter(lastEventId: string, sink: { send: (eventId: string, message: JsonRpcMessage) => Promise<void> }): Promise<string> {
+  async replayEventsAfter(lastEventId: string, sink: { send: (eventId: string, message: object) => Promise<void> }): Promise<string> {
     const cursor = parse(lastEventId);
     // The SDK asks getStreamIdForEventId first and answers 400 itself for a foreign id.
     if (cursor === undefined) throw new TypeError(`not an event id of this store: ${JSON.stringify(lastEventId)}`);

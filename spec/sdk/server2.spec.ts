@@ -12,6 +12,7 @@ import { createMcpHandler, McpServer, type McpHttpHandler, type ServerEventBus }
 import { serve, type HttpBindings } from '@hono/node-server';
 import { test } from 'uvu';
 import { HubEventBus, sdkRouter, type SdkRouter } from '../../adapters/sdk/index.js';
+import { notesServer } from '../../examples/sdk-server2.js';
 import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
 import { MissingClientAddressError } from '../../adapters/web.js';
@@ -331,6 +332,32 @@ test("HubEventBus: handler.notify.* publishes on the hub; the SDK's own listen r
   }
   throws(() => bus.publish({ kind: 'nope' } as never), /unknown ServerEventBus event kind: "nope"/);
   throws(() => new HubEventBus({} as Hub), InvalidOptionError);
+});
+
+test('examples/sdk-server2.ts (the README snippet): the official 2.x client calls add-tool twice and its listen hears both list changes', async () => {
+  const hub = new Hub();
+  const { router, close } = notesServer(hub);
+  const server = http.createServer(router.node);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { client, toolsChanged, errors } = await modernClient(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`));
+  try {
+    deepStrictEqual(client.getServerCapabilities(), { tools: { listChanged: true } });
+    const subscription = await within(client.listen({ toolsListChanged: true }, { timeout: WAIT_MS }), WAIT_MS + 500, 'the ack');
+    deepStrictEqual(subscription.honoredFilter, { toolsListChanged: true });
+    strictEqual(hub.size.subscriptions, 1, "the endpoint's stream is on the hub's tools topic");
+    await within(client.callTool({ name: 'add-tool', arguments: {} }), WAIT_MS, 'tools/call');
+    await within(client.callTool({ name: 'add-tool', arguments: {} }), WAIT_MS, 'tools/call');
+    await eventually(() => toolsChanged() === 2, WAIT_MS, 'two tools/list_changed');
+    deepStrictEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), ['add-tool', 'tool-1', 'tool-2']);
+    await within(subscription.close(), WAIT_MS, 'subscription.close()');
+    await eventually(() => hub.size.subscriptions === 0, WAIT_MS, 'the stream to leave the hub');
+    deepStrictEqual(errors.map(String), []);
+  } finally {
+    await client.close().catch(() => {});
+    await close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
 
 test.run();
