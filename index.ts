@@ -54,7 +54,7 @@ export type {
   JsonRpcRequest,
   JsonRpcResultResponse,
 } from './lib/index.js';
-export { FrameEncodingError, InvalidOptionError } from './lib/index.js';
+export { FrameEncodingError, InvalidOptionError, McpRxError } from './lib/index.js';
 
 /* Protocol revisions, request context, limits and auth */
 export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './lib/index.js';

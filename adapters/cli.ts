@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { InvalidOptionError } from '../lib/errors.js';
+import { InvalidOptionError, McpRxError } from '../lib/errors.js';
 import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
 import { DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
 import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
@@ -19,10 +19,16 @@ import type { ReferenceFleet, ReferenceServer, ReferenceServerOptions } from './
 import { redactedUrl } from './redactedUrl.js';
 
 /** A command-line mistake: printed as one line, exit code 2. */
-class UsageError extends Error {}
+class UsageError extends McpRxError {
+  override readonly name = 'UsageError';
+  override readonly code = 'ERR_MCP_RX_CLI_USAGE';
+}
 
 /** A failure after the command started: printed as one line, exit code 1. */
-class RunError extends Error {}
+class RunError extends McpRxError {
+  override readonly name = 'RunError';
+  override readonly code = 'ERR_MCP_RX_CLI_RUN';
+}
 
 /** One flag of a command: everything `--help` prints and everything needed to read it. */
 interface Flag {

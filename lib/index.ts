@@ -50,7 +50,7 @@ export type {
   JsonRpcRequest,
   JsonRpcResultResponse,
 } from './jsonrpc.js';
-export { FrameEncodingError, InvalidOptionError } from './errors.js';
+export { FrameEncodingError, InvalidOptionError, McpRxError } from './errors.js';
 
 /* Protocol revisions, request context, limits and auth */
 export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './protocol.js';

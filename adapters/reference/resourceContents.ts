@@ -1,5 +1,6 @@
 // What a served file or directory reads as (`resources/read`) and lists as (`resources/list`).
 import * as path from 'node:path';
+import { McpRxError } from '../../lib/errors.js';
 import type { Kind } from './changeBatch.js';
 import { isTextType, mimeTypeOf, sniffText } from './mime.js';
 import { openRegularFile, readAtMost, type ReadTooLarge } from './pinnedFs.js';
@@ -44,12 +45,12 @@ export type ResourceContents = {
  *   if (error instanceof ResourceTooLargeError) console.log(error.info.size);
  * }
  */
-export class ResourceTooLargeError extends Error {
+export class ResourceTooLargeError extends McpRxError {
   override readonly name = 'ResourceTooLargeError';
   /** Stable machine-readable code. */
-  readonly code = 'ERR_MCP_RX_RESOURCE_TOO_LARGE';
+  override readonly code = 'ERR_MCP_RX_RESOURCE_TOO_LARGE';
   /** The URI, the file's size in bytes (as far as known) and the cap in bytes. */
-  readonly info: { readonly uri: string; readonly size: number; readonly maxReadBytes: number };
+  override readonly info: { readonly uri: string; readonly size: number; readonly maxReadBytes: number };
 
   constructor(uri: string, size: number, maxReadBytes: number) {
     super(

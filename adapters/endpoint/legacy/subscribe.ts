@@ -1,5 +1,6 @@
 import { firstValueFrom, from, race, type Subscription, timer } from 'rxjs';
 import type { RequestContext } from '../../../lib/context.js';
+import { McpRxError } from '../../../lib/errors.js';
 import { encodeResourceUpdated } from '../../../lib/encode.js';
 import { MAX_URI_BYTES } from '../../../lib/filter.js';
 import type { MessageFrame } from '../../../lib/frame.js';
@@ -194,14 +195,23 @@ async function establish(
   }
 }
 
-/** A persisted subscription that could not be restored on a GET (it stays on the record). */
-export class RestoreError extends Error {
+/**
+ * A persisted subscription that could not be restored on a GET (it stays on the record and is
+ * retried on the next GET): reported on `channels.error`, with the provider's error as `cause`.
+ */
+export class RestoreError extends McpRxError {
   override readonly name = 'RestoreError';
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_RESTORE';
+  /** The URI whose subscription failed. */
+  override readonly info: { readonly uri: string };
+
   constructor(
     readonly uri: string,
     override readonly cause: unknown,
   ) {
     super(`failed to restore the subscription to ${uri}; it is retried on the next GET`);
+    this.info = { uri };
   }
 }
 
