@@ -17,12 +17,15 @@ export interface EndpointRequest {
 
 /** A body a framework has already parsed as JSON. */
 export interface ParsedBody {
+  /** The JSON value of the body; the endpoint checks it is one JSON-RPC request. */
   readonly parsed: unknown;
 }
 
 /** Context handed to method handlers and hooks. */
 export interface RequestContext {
+  /** Who is calling, as the endpoint's `authenticate` hook (or the anonymous default) says. */
   readonly auth: AuthInfo;
+  /** The request being answered. */
   readonly request: EndpointRequest;
   /** The legacy session the request belongs to; absent on the modern path (2026-07-28). */
   readonly session?: { readonly id: string; readonly protocolVersion: string };

@@ -24,7 +24,9 @@ export const RECOGNIZED_LEGACY_VERSIONS: readonly string[] = Object.freeze([...L
 
 /** What the server says about itself: the `initialize` result's `serverInfo`, and the `server/discover` result's `_meta`. */
 export interface ServerInfo {
+  /** The server's name, e.g. `files`. */
   readonly name: string;
+  /** The server's version, e.g. `1.2.0`. */
   readonly version: string;
   readonly [member: string]: unknown;
 }

@@ -55,11 +55,17 @@ const NO_SESSIONS: SessionStats = Object.freeze({ sessions: 0, streams: 0, subsc
  * @see webHandler
  */
 export class McpEndpoint {
+  /** Where notifications come from (the `hub` option). */
   readonly hub: Hub;
+  /** The server-wide stream slots (the `slots` option, or a pool of `maxStreams`). */
   readonly slots: StreamSlots;
+  /** The per-principal cap streams are admitted through (the `principals` option, or a registry of `maxListensPerPrincipal`). */
   readonly principals: PrincipalCap;
+  /** The listen options with their defaults filled in (durations in milliseconds). */
   readonly listenOptions: Readonly<ListenOptions>;
+  /** What the server advertises; a listen honours only these. */
   readonly capabilities: ServerCapabilities;
+  /** Largest accepted request body, in bytes (see {@link McpEndpointOptions.maxBodyBytes}). */
   readonly maxBodyBytes: number;
   /** Milliseconds a request body may take to arrive (see {@link McpEndpointOptions.bodyTimeout}). */
   readonly bodyTimeout: number;
