@@ -184,8 +184,13 @@ const config = QUICK
     };
 if (sessionsOption !== undefined) config.sessions = config.slowReps = sessionsOption;
 if (nWanted !== undefined) {
+  const modeNs = `listen ${config.fanout.map((s) => s.n).join(', ')}; legacy ${config.legacy.map((s) => s.n).join(', ')}`;
   config.fanout = config.fanout.filter((s) => nWanted.includes(s.n));
   config.legacy = config.legacy.filter((s) => nWanted.includes(s.n));
+  const fanoutAsked = ['throughput', 'latency', 'memory', 'legacy'].some((w) => WORKLOADS.includes(w));
+  if (fanoutAsked && config.fanout.length === 0 && config.legacy.length === 0) {
+    fail(`--n: none of ${nWanted.join(', ')} is an N of the ${QUICK ? 'quick' : 'full'} mode (${modeNs})`);
+  }
 }
 const SERVER_ARGS = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
 const loadgensFor = (n) => loadgensOption ?? Math.max(1, Math.ceil(n / PER_LOADGEN));
