@@ -5,7 +5,7 @@ import { Broadcast } from '../lib/broadcast.js';
 import { encodeFrame, KEEP_ALIVE_TEXT } from '../lib/encode.js';
 import type { Frame } from '../lib/frame.js';
 import type { EndpointRequest, EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
-import { StalledStreamError } from '../lib/stallGuard.js';
+import { StalledStreamError } from '../lib/errors.js';
 import { reportError } from '../lib/telemetry.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify raw. */

@@ -12,17 +12,12 @@ import {
   Subscriber,
   Subscription,
   timer,
-  identity,
   noop,
-  type MonoTypeOperatorFunction,
 } from 'rxjs';
-import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
-import { keepAlive } from '../operators/keepAlive.js';
-import { primeStream } from '../operators/primeStream.js';
-import { replayFrom } from '../operators/replayFrom.js';
-import { restoreSubscriptions } from '../operators/restoreSubscriptions.js';
+import { sessionStream } from '../operators/sessionStream.js';
+import { linkStages, type Downstream } from '../operators/stage.js';
+import { EventIdStage } from '../operators/withEventIds.js';
 import type { AuthInfo } from './auth.js';
-import { expiresAt as tokenExpiry } from './closeTriggers.js';
 import { encodeResourceUpdated } from './encode.js';
 import type { RequestContext } from './endpoint.js';
 import { InvalidOptionError } from './errors.js';
@@ -32,12 +27,11 @@ import { HttpError } from './httpError.js';
 import { type Hub, NotificationMethod } from './hub.js';
 import { ErrorCode, exceedsBytes, JsonRpcError } from './jsonrpc.js';
 import { milliseconds, positiveInteger } from './options.js';
-import { isThenable, type EventLog } from './replayBuffer.js';
+import { type EventLog } from './replayBuffer.js';
 import type { ResourceProvider } from './resources.js';
 import type { SessionBus, SessionCommand, SessionRecord, SessionStore } from './session.js';
 import type { Admission, PrincipalCap } from './principals.js';
 import type { StreamSlots } from './slots.js';
-import { failWhenStalled } from './stallGuard.js';
 import { channels, reportError } from './telemetry.js';
 
 /** The legacy protocol revisions a session can be initialized with, newest first. */
@@ -206,8 +200,10 @@ export class LiveSession {
    */
   scopes: ReadonlySet<string> = NO_SCOPES;
 
-  // Frames whose (asynchronous) append has not resolved yet, in order; empty with a ReplayBuffer.
-  #stamping: PromiseLike<MessageFrame>[] = [];
+  // The session's feed: every frame stamped with its next event id and kept for replay (withEventIds),
+  // then written to the live stream if any. With an asynchronous log frames still come out in push
+  // order; a frame the log failed to take is reported on `channels.error` and not written.
+  readonly #stamp: Downstream<MessageFrame>;
 
   constructor(record: SessionRecord, log: EventLog) {
     this.id = record.id;
@@ -216,41 +212,17 @@ export class LiveSession {
     this.uris = [...record.subscriptions];
     this.lastActivity = record.lastActivity;
     this.log = log;
+    this.#stamp = linkStages([new EventIdStage(log, (error) => reportError('source', error))], {
+      push: (frame: Frame) => this.stream?.feed.next(frame),
+      end: noop,
+      fail: (error: unknown) => reportError('source', error),
+    });
   }
 
-  /**
-   * Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live
-   * stream if any. With an asynchronous log, frames still reach the stream in push order; a frame
-   * the log failed to take is reported on `channels.error` and not written.
-   */
+  /** Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live stream if any. */
   push(frame: MessageFrame): void {
     if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
-    const stamped = this.log.append(frame);
-    if (!isThenable(stamped) && this.#stamping.length === 0) {
-      this.stream?.feed.next(stamped);
-      return;
-    }
-    this.#stamping.push(isThenable(stamped) ? stamped : Promise.resolve(stamped));
-    if (this.#stamping.length === 1) this.#drain();
-  }
-
-  #drain(): void {
-    const head = this.#stamping[0];
-    if (head === undefined) return;
-    const next = () => {
-      this.#stamping.shift();
-      this.#drain();
-    };
-    head.then(
-      (frame) => {
-        this.stream?.feed.next(frame);
-        next();
-      },
-      (error: unknown) => {
-        reportError('source', error);
-        next();
-      },
-    );
+    this.#stamp.push(frame);
   }
 }
 
@@ -401,34 +373,33 @@ export class LegacySessions {
         session.grace?.unsubscribe();
         session.grace = undefined;
         this.#watchListChanged(session);
-        // Like a listen, a GET stream lives at most maxStreamLifetime: its client reconnects (with
-        // Last-Event-ID) and its subscriptions are authorized again on restore.
-        const ends: Subscription[] = [
-          shutdown$.subscribe(() => this.#endStream(session, handle)),
-          admission.superseded$.subscribe(() => this.#endStream(session, handle)),
-          // maxStreamLifetime is validated to fit one timer: one scheduled action, not a trigger chain.
-          scheduler.schedule(() => this.#endStream(session, handle), maxStreamLifetime),
-        ];
-        const expiresAt = context.auth.expiresAt;
-        if (expiresAt !== undefined) {
-          ends.push(tokenExpiry(expiresAt, scheduler)(EMPTY).subscribe(() => this.#endStream(session, handle)));
-        }
         // Restore what is on the record but not live (after a grace period ran out, or on another node).
         const toRestore = { [Symbol.iterator]: () => session.uris.filter((uri) => !session.live.has(uri))[Symbol.iterator]() };
-        // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
-        const replay: MonoTypeOperatorFunction<Frame> = lastEventId === undefined ? identity : replayFrom(lastEventId, session.log);
         return handle.feed.pipe(
-          replay,
-          // DESIGN L7: the stream opens with the id its client can resume from, heard or not.
-          primeStream(lastEventId, session.log, this.#init.options.reconnectDelay),
-          keepAlive(keepAliveInterval, scheduler),
-          dropWhenQueueExceeds({ notifications: maxQueue, bytes: maxQueueBytes }, demand$, onDrop),
-          restoreSubscriptions(toRestore, (uri) => this.#restore(session, uri, context, handle), RESTORE_CONCURRENCY, (uri, error) =>
-            reportError('source', new RestoreError(uri, error)),
-          ),
-          failWhenStalled(handle.ended, keepAliveInterval, scheduler),
+          // Like a listen, a GET stream lives at most maxStreamLifetime: its client reconnects (with
+          // Last-Event-ID) and its subscriptions are authorized again on restore.
+          sessionStream({
+            lastEventId,
+            log: session.log,
+            reconnectDelay: this.#init.options.reconnectDelay,
+            keepAliveInterval,
+            maxStreamLifetime,
+            expiresAt: context.auth.expiresAt,
+            supersede$: admission.superseded$,
+            shutdown$,
+            queue: { notifications: maxQueue, bytes: maxQueueBytes },
+            demand$,
+            onDrop,
+            restore: {
+              uris: toRestore,
+              subscribe: (uri) => this.#restore(session, uri, context, handle),
+              concurrency: RESTORE_CONCURRENCY,
+              onError: (uri, error) => reportError('source', new RestoreError(uri, error)),
+            },
+            onClose: () => this.#endStream(session, handle),
+            scheduler,
+          }),
           finalize(() => {
-            for (const end of ends) end.unsubscribe();
             admission.release();
             slot.release();
             this.#detach(session, handle);

@@ -18,7 +18,7 @@ import { encodeFrame } from '../lib/encode.js';
 import { McpEndpoint, type EndpointRequest, type McpEndpointOptions } from '../lib/endpoint.js';
 import type { Frame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
-import { StalledStreamError } from '../lib/listen.js';
+import { StalledStreamError } from '../lib/errors.js';
 import { channels, type ErrorEvent, type StartEvent } from '../lib/telemetry.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from './helpers/http.js';
 
