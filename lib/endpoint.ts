@@ -16,7 +16,7 @@ import {
   type SessionStats,
 } from './legacy.js';
 import { Broadcast } from './broadcast.js';
-import { listenStream } from '../operators/listen.js';
+import { listenStream } from '../operators/listenPipeline.js';
 import { milliseconds, positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from './options.js';
 import { type Admission, PrincipalRegistry, type PrincipalCap } from './principals.js';
 import { hubResources, type ResourceProvider } from './resources.js';

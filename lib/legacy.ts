@@ -14,7 +14,7 @@ import {
   timer,
   noop,
 } from 'rxjs';
-import { sessionStream } from '../operators/sessionStream.js';
+import { sessionPipeline } from '../operators/sessionPipeline.js';
 import { linkStages, type Downstream } from '../operators/stage.js';
 import { EventIdStage } from '../operators/withEventIds.js';
 import type { AuthInfo } from './auth.js';
@@ -378,7 +378,7 @@ export class LegacySessions {
         return handle.feed.pipe(
           // Like a listen, a GET stream lives at most maxStreamLifetime: its client reconnects (with
           // Last-Event-ID) and its subscriptions are authorized again on restore.
-          sessionStream({
+          sessionPipeline({
             lastEventId,
             log: session.log,
             reconnectDelay: this.#init.options.reconnectDelay,

@@ -12,7 +12,7 @@ import type { Hub } from './hub.js';
  * filter gives a stream that hears nothing.
  *
  * @example
- * notifications(hub, { toolsListChanged: true }).pipe(listen({ requestId: 7, filter, demand$ }));
+ * notifications(hub, { toolsListChanged: true }).pipe(listenPipeline({ requestId: 7, filter, demand$ }));
  * @param hub where the notifications come from.
  * @param filter which topics (see `parseListenFilter`).
  * @param scopes the receiver's read scopes: notifications published with a `scope` outside them

@@ -13,8 +13,8 @@ export interface Downstream<T> {
 
 /**
  * One operator's logic, written once, as a small object on the per-frame path. Each public
- * operator runs its stage alone (`src.pipe(keepAlive(…))`); a composite operator (`listen`,
- * `sessionStream`) runs several stages under one subscriber, which is the same code fused: frames
+ * operator runs its stage alone (`src.pipe(keepAlive(…))`); a composite operator (`listenPipeline`,
+ * `sessionPipeline`) runs several stages under one subscriber, which is the same code fused: frames
  * go from stage to stage by a direct call, and the stream holds one subscriber instead of one per
  * operator.
  *

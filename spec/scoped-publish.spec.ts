@@ -7,7 +7,7 @@ import type { AuthInfo } from '../lib/auth.js';
 import type { EndpointRequest } from '../lib/endpoint.js';
 import type { Frame, MessageFrame } from '../lib/frame.js';
 import { Hub, type HubBus, type HubEvent } from '../lib/hub.js';
-import { listenStream } from '../operators/listen.js';
+import { listenStream } from '../operators/listenPipeline.js';
 import { notifications } from '../lib/notifications.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint } from './helpers/http.js';
 import { call, GetStream, initialize } from './helpers/legacy.js';

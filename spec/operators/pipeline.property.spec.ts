@@ -1,6 +1,6 @@
 // The streams the endpoint serves are the operator composition, fused (issue 12): random scripts of
 // publishes, demand changes, signals, clock advances and client departures give the same frames at
-// the same virtual times through the assembled operators (`listen`, `sessionStream`) and through
+// the same virtual times through the assembled operators (`listenPipeline`, `sessionPipeline`) and through
 // the public operators piped one by one.
 import fc from 'fast-check';
 import { Observable, Subject, VirtualAction, VirtualTimeScheduler, type Subscription } from 'rxjs';
@@ -18,10 +18,10 @@ import { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from '../..
 import { closeWhen } from '../../operators/closeWhen.js';
 import { dropWhenQueueExceeds } from '../../operators/dropWhenQueueExceeds.js';
 import { keepAlive } from '../../operators/keepAlive.js';
-import { listen } from '../../operators/listen.js';
+import { listenPipeline } from '../../operators/listenPipeline.js';
 import { primeStream } from '../../operators/primeStream.js';
 import { replayFrom } from '../../operators/replayFrom.js';
-import { sessionStream } from '../../operators/sessionStream.js';
+import { sessionPipeline } from '../../operators/sessionPipeline.js';
 import { tagSubscriptionId } from '../../operators/tagSubscriptionId.js';
 import { withEventIds } from '../../operators/withEventIds.js';
 
@@ -149,7 +149,7 @@ const listenOptions = (input: Setup) => ({
 function assembledListen(input: Setup) {
   return (hub: Hub, scheduler: VirtualTimeScheduler, signals: Signals) =>
     notifications(hub, FILTER).pipe(
-      listen({
+      listenPipeline({
         requestId: input.requestId,
         filter: FILTER,
         options: listenOptions(input),
@@ -195,7 +195,7 @@ function assembledSession(input: Setup) {
   return (hub: Hub, scheduler: VirtualTimeScheduler, signals: Signals) => {
     const log = new ReplayBuffer(3);
     return sessionFeed(hub, log).pipe(
-      sessionStream({
+      sessionPipeline({
         lastEventId: input.lastEventId,
         log,
         reconnectDelay: 1000,
@@ -256,7 +256,7 @@ test('listen: the assembled stream and the operators piped one by one give the s
   property(assembledListen, pipedListen);
 });
 
-test('sessionStream: the assembled GET stream and the operators piped one by one give the same frames at the same times', () => {
+test('sessionPipeline: the assembled GET stream and the operators piped one by one give the same frames at the same times', () => {
   property(assembledSession, pipedSession);
 });
 
@@ -281,7 +281,7 @@ test('a stream that is gone holds no time: the shared clock is left empty', () =
   const scheduler = new VirtualTimeScheduler(VirtualAction, Number.POSITIVE_INFINITY);
   const hub = new Hub();
   const subscription = notifications(hub, FILTER)
-    .pipe(listen({ requestId: 1, filter: FILTER, scheduler, expiresAt: 5_000 }))
+    .pipe(listenPipeline({ requestId: 1, filter: FILTER, scheduler, expiresAt: 5_000 }))
     .subscribe();
   const clock = (scheduler as unknown as { actions: unknown[] }).actions;
   assert.is(clock.length, 1, 'one scheduled action for the whole stream');

@@ -12,7 +12,7 @@ import { restoreObservable, RestoreStage } from './restoreSubscriptions.js';
 import { StageChain, type Stage } from './stage.js';
 
 /** What a legacy GET stream of a session is assembled from. */
-export interface SessionStreamInit {
+export interface SessionPipelineInit {
   /** The `Last-Event-ID` request header: replayed after, and primed with (see `replayFrom`, `primeStream`). Absent: no replay. */
   readonly lastEventId?: string | undefined;
   /** The session's event log, the one its feed is stamped into (`withEventIds`). */
@@ -66,18 +66,18 @@ export interface SessionStreamInit {
  * shared clock. Piping those operators one by one gives the same frames at the same times.
  *
  * @example
- * feed$.pipe(sessionStream({ lastEventId, log, reconnectDelay: 1000, keepAliveInterval: 15_000,
+ * feed$.pipe(sessionPipeline({ lastEventId, log, reconnectDelay: 1000, keepAliveInterval: 15_000,
  *   maxStreamLifetime: 3_600_000, queue: { notifications: 1000 }, demand$ }))
  *   .subscribe((frame) => res.write(encodeFrame(frame)));
- * @param init see {@link SessionStreamInit}.
+ * @param init see {@link SessionPipelineInit}.
  * @throws InvalidOptionError when a number, the expiry or a signal is invalid.
  */
-export function sessionStream(init: SessionStreamInit): MonoTypeOperatorFunction<Frame> {
+export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunction<Frame> {
   const scheduler = init.scheduler ?? asyncScheduler;
   const clock = Clock.of(scheduler);
   requireRetry(init.reconnectDelay);
-  requireInterval('sessionStream keepAliveInterval', init.keepAliveInterval);
-  requireInterval('sessionStream maxStreamLifetime', init.maxStreamLifetime);
+  requireInterval('sessionPipeline keepAliveInterval', init.keepAliveInterval);
+  requireInterval('sessionPipeline maxStreamLifetime', init.maxStreamLifetime);
   if (init.expiresAt !== undefined) requireEpochMs('expiresAt epochMs', init.expiresAt);
   if (init.supersede$ !== undefined) requireObservable('superseded signal$', init.supersede$);
   if (init.shutdown$ !== undefined) requireObservable('shutdown signal$', init.shutdown$);

@@ -18,7 +18,7 @@ import { Stage, StageChain } from './stage.js';
 import { TagStage } from './tagSubscriptionId.js';
 
 /** What the stream of one `subscriptions/listen` is assembled from (besides its notifications). */
-export interface ListenInit {
+export interface ListenPipelineInit {
   /** The listen request's id: tagged verbatim on every message and answered by the closing result. */
   readonly requestId: JsonRpcId;
   /** The honoured, authorized filter (see `parseListenFilter` and `authorizeListenFilter`): what the ack says. */
@@ -38,7 +38,7 @@ export interface ListenInit {
 }
 
 /** Everything one {@link listenStream} is built from. */
-export interface ListenStreamInit extends ListenInit {
+export interface ListenStreamInit extends ListenPipelineInit {
   /** Where the notifications come from. */
   readonly hub: Hub;
   /**
@@ -77,20 +77,20 @@ export interface ListenStreamInit extends ListenInit {
  * @example
  * const demand$ = new BehaviorSubject(true);
  * notifications(hub, filter, auth.scopes)
- *   .pipe(listen({ requestId: request.id, filter, demand$, expiresAt: auth.expiresAt }))
+ *   .pipe(listenPipeline({ requestId: request.id, filter, demand$, expiresAt: auth.expiresAt }))
  *   .subscribe((frame) => { if (!res.write(encodeFrame(frame))) demand$.next(false); });
  * res.on('drain', () => demand$.next(true));
- * @param init the request id, filter, options and signals; see {@link ListenInit}.
+ * @param init the request id, filter, options and signals; see {@link ListenPipelineInit}.
  * @throws InvalidOptionError when an option, `requestId`, `expiresAt` or a signal is invalid (DESIGN M13).
  */
-export function listen(init: ListenInit): OperatorFunction<MessageFrame, Frame> {
+export function listenPipeline(init: ListenPipelineInit): OperatorFunction<MessageFrame, Frame> {
   const plan = listenPlan(init);
   return (source) => new Observable<Frame>((subscriber) => new StageChain(listenStages(plan), subscriber).run(source));
 }
 
 /**
  * The whole per-stream `Observable<Frame>` of a modern listen: `notifications(hub, filter, scopes)
- * .pipe(listen(init))`. See {@link listen}.
+ * .pipe(listenPipeline(init))`. See {@link listenPipeline}.
  *
  * @example
  * const filter = await authorizeListenFilter(parseListenFilter(request.params, { resources: true }), { canRead });
@@ -100,7 +100,7 @@ export function listen(init: ListenInit): OperatorFunction<MessageFrame, Frame> 
  * @throws InvalidOptionError synchronously when an option is invalid (DESIGN M13).
  */
 export function listenStream(init: ListenStreamInit): Observable<Frame> {
-  return notifications(init.hub, init.filter, init.scopes).pipe(listen(init));
+  return notifications(init.hub, init.filter, init.scopes).pipe(listenPipeline(init));
 }
 
 /** What every stage of one listen stream is built from. */
@@ -130,7 +130,7 @@ function resolved(options: Partial<ListenOptions> | undefined): Readonly<ListenO
 // The lifetime and idle triggers of the streams of one clock and options, shared.
 const sharedTriggers = new WeakMap<Clock, WeakMap<object, { lifetime: TriggerSpec & { kind: 'deadline' }; idle: TriggerSpec & { kind: 'idle' } }>>();
 
-function listenPlan(init: ListenInit): ListenPlan {
+function listenPlan(init: ListenPipelineInit): ListenPlan {
   const options = resolved(init.options);
   const { requestId, filter } = init;
   if (!isJsonRpcId(requestId)) {
