@@ -51,11 +51,12 @@ export type {
   JsonRpcRequest,
   JsonRpcResultResponse,
 } from './lib/index.js';
-export { FrameEncodingError, InvalidOptionError, StalledStreamError } from './lib/index.js';
+export { FrameEncodingError, InvalidOptionError, McpRxError, StalledStreamError } from './lib/index.js';
 
-/* Endpoint, limits and auth */
-export { acceptsEventStream, JSON_HEADERS, localhostHosts, McpEndpoint, MODERN_PROTOCOL_VERSION, SSE_HEADERS } from './lib/index.js';
-export type { EndpointRequest, EndpointResponse, EndpointStats, McpEndpointOptions, MethodHandler, ParsedBody, RequestContext } from './lib/index.js';
+/* Protocol revisions, request context, limits and auth */
+export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './lib/index.js';
+export type { ServerInfo } from './lib/index.js';
+export type { EndpointRequest, MethodHandler, ParsedBody, RequestContext } from './lib/index.js';
 export { StreamSlots } from './lib/index.js';
 export type { Slot } from './lib/index.js';
 export { PrincipalRegistry } from './lib/index.js';
@@ -63,9 +64,7 @@ export type { Admission, PrincipalCap } from './lib/index.js';
 export { addressBucket, anonymous, AuthError } from './lib/index.js';
 export type { AuthInfo } from './lib/index.js';
 
-/* Legacy era: sessions, resource providers, replay */
-export { DEFAULT_SESSION_OPTIONS, LEGACY_PROTOCOL_VERSIONS, resolveSessionOptions, RestoreError } from './lib/index.js';
-export type { ServerInfo, SessionOptions } from './lib/index.js';
+/* Legacy era: session store, resource providers, replay */
 export { MemorySessionStore } from './lib/index.js';
 export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './lib/index.js';
 export { hubResources } from './lib/index.js';
@@ -96,6 +95,17 @@ export { replayFrom } from './operators/replayFrom.js';
 export { restoreSubscriptions } from './operators/restoreSubscriptions.js';
 export { tagSubscriptionId } from './operators/tagSubscriptionId.js';
 export { withEventIds } from './operators/withEventIds.js';
+
+/* Endpoint: MCP over HTTP, transport-neutral (adapters/endpoint/) */
+export { McpEndpoint } from './adapters/endpoint/endpoint.js';
+export type { EndpointStats } from './adapters/endpoint/endpoint.js';
+export type { McpEndpointOptions } from './adapters/endpoint/options.js';
+export { acceptsEventStream, JSON_HEADERS, SSE_HEADERS } from './adapters/endpoint/responses.js';
+export type { EndpointResponse } from './adapters/endpoint/responses.js';
+export { localhostHosts } from './adapters/endpoint/hostCheck.js';
+export { DEFAULT_SESSION_OPTIONS, resolveSessionOptions } from './adapters/endpoint/legacy/sessionOptions.js';
+export type { SessionOptions } from './adapters/endpoint/legacy/sessionOptions.js';
+export { RestoreError } from './adapters/endpoint/legacy/subscribe.js';
 
 /* Adapters: node:http and the Fetch API */
 export { nodeHandler } from './adapters/node.js';

@@ -10,17 +10,25 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { InvalidOptionError } from '../lib/errors.js';
-import { DEFAULT_SESSION_OPTIONS } from '../lib/legacy.js';
+import { InvalidOptionError, McpRxError } from '../lib/errors.js';
+import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
+import { DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
+import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY } from '../lib/options.js';
 import type { ReferenceFleet, ReferenceServer, ReferenceServerOptions } from './reference/server.js';
 import { redactedUrl } from './redactedUrl.js';
 
 /** A command-line mistake: printed as one line, exit code 2. */
-class UsageError extends Error {}
+class UsageError extends McpRxError {
+  override readonly name = 'UsageError';
+  override readonly code = 'ERR_MCP_RX_CLI_USAGE';
+}
 
 /** A failure after the command started: printed as one line, exit code 1. */
-class RunError extends Error {}
+class RunError extends McpRxError {
+  override readonly name = 'RunError';
+  override readonly code = 'ERR_MCP_RX_CLI_RUN';
+}
 
 /** One flag of a command: everything `--help` prints and everything needed to read it. */
 interface Flag {
@@ -96,7 +104,7 @@ const SERVE_FLAGS: readonly Flag[] = [
     description: 'require Authorization: Bearer <HS256 JWT> signed with SECRET: sub (required) is the principal, exp ends its streams, scope "private" grants private/',
     parse: nonEmpty,
   },
-  { name: 'max-read-bytes', value: 'BYTES', unit: 'bytes', default: `${8 * MIB} (8 MiB)`, description: 'largest file resources/read returns; larger ones get a JSON-RPC error', parse: bytes },
+  { name: 'max-read-bytes', value: 'BYTES', unit: 'bytes', default: `${DEFAULT_MAX_READ_BYTES} (${DEFAULT_MAX_READ_BYTES / MIB} MiB)`, description: 'largest file resources/read returns; larger ones get a JSON-RPC error', parse: bytes },
   { name: 'keep-alive-interval', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_LISTEN_OPTIONS.keepAliveInterval), description: 'time between ":" keep-alive comments on a stream', parse: milliseconds() },
   { name: 'listen-idle-timeout', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_LISTEN_OPTIONS.listenIdleTimeout), description: 'a listen stream without a notification for this long is closed (idle_timeout)', parse: milliseconds() },
   { name: 'max-stream-lifetime', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_LISTEN_OPTIONS.maxStreamLifetime), description: 'any stream (listen or legacy GET) is closed after this long (max_lifetime)', parse: milliseconds() },
@@ -111,7 +119,7 @@ const SERVE_FLAGS: readonly Flag[] = [
   },
   { name: 'max-listens-per-principal', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxListensPerPrincipal), description: "one principal's streams (listens and legacy GET streams); a new one beyond it supersedes the oldest", parse: count },
   { name: 'max-streams', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxStreams), description: 'open streams server-wide; beyond it a new one gets HTTP 503', parse: count },
-  { name: 'max-body-bytes', value: 'BYTES', unit: 'bytes', default: `${MIB} (1 MiB)`, description: 'largest request body; larger ones get HTTP 413', parse: bytes },
+  { name: 'max-body-bytes', value: 'BYTES', unit: 'bytes', default: `${DEFAULT_MAX_BODY_BYTES} (${DEFAULT_MAX_BODY_BYTES / MIB} MiB)`, description: 'largest request body; larger ones get HTTP 413', parse: bytes },
   { name: 'body-timeout', value: 'MS', unit: 'milliseconds', default: '10000', description: 'time a request body may take to arrive; slower ones get HTTP 408', parse: milliseconds() },
   { name: 'session-idle-timeout', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.sessionIdleTimeout), description: 'a legacy session without a request or a live GET stream for this long is evicted', parse: milliseconds() },
   { name: 'session-grace-period', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.sessionGracePeriod), description: "after a dropped GET stream, how long the session's subscriptions keep filling its replay buffer", parse: milliseconds() },

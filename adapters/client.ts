@@ -4,15 +4,16 @@
  */
 import { Observable, type Subscriber } from 'rxjs';
 import { request, type Dispatcher } from 'undici';
-import { InvalidOptionError } from '../lib/errors.js';
+import { InvalidOptionError, McpRxError } from '../lib/errors.js';
 import { isJsonRpcId, type JsonRpcId, type JsonRpcMessage } from '../lib/jsonrpc.js';
+import { MODERN_PROTOCOL_VERSION, NEWEST_LEGACY_PROTOCOL_VERSION } from '../lib/protocol.js';
 import { SseParser, type ParsedSseEvent } from './sseParser.js';
 
-/** The protocol revision `listen` speaks. */
-export const LISTEN_PROTOCOL_VERSION = '2026-07-28';
+/** The protocol revision `listen` speaks: `'2026-07-28'`. */
+export const LISTEN_PROTOCOL_VERSION = MODERN_PROTOCOL_VERSION;
 
-/** The protocol revision `openSse` announces unless told otherwise. */
-export const LEGACY_PROTOCOL_VERSION = '2025-11-25';
+/** The protocol revision `openSse` announces unless told otherwise: `'2025-11-25'`. */
+export const LEGACY_PROTOCOL_VERSION = NEWEST_LEGACY_PROTOCOL_VERSION;
 
 /** Options of {@link listen}. */
 export interface ListenClientOptions {
@@ -88,12 +89,12 @@ export interface ListenClientErrorInfo {
  * @see listen
  * @see openSse
  */
-export class ListenClientError extends Error {
+export class ListenClientError extends McpRxError {
   override readonly name = 'ListenClientError';
   /** Stable machine-readable code. */
-  readonly code = 'ERR_MCP_RX_LISTEN_CLIENT';
+  override readonly code = 'ERR_MCP_RX_LISTEN_CLIENT';
   /** The HTTP status and the body. */
-  readonly info: ListenClientErrorInfo;
+  override readonly info: ListenClientErrorInfo;
 
   constructor(message: string, info: ListenClientErrorInfo, options?: { cause?: unknown }) {
     super(message, options);

@@ -4,7 +4,9 @@ import { Subscriber } from 'rxjs';
 import { Broadcast } from '../lib/broadcast.js';
 import { encodeFrame, KEEP_ALIVE_TEXT } from '../lib/encode.js';
 import type { Frame } from '../lib/frame.js';
-import type { EndpointRequest, EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
+import type { EndpointRequest } from '../lib/context.js';
+import type { McpEndpoint } from './endpoint/endpoint.js';
+import type { EndpointResponse } from './endpoint/responses.js';
 import { StalledStreamError } from '../lib/errors.js';
 import { reportError } from '../lib/telemetry.js';
 

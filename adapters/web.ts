@@ -1,6 +1,8 @@
 import { Subject, type Subscription } from 'rxjs';
 import { encodeFrame } from '../lib/encode.js';
-import type { EndpointResponse, McpEndpoint } from '../lib/endpoint.js';
+import { McpRxError } from '../lib/errors.js';
+import type { McpEndpoint } from './endpoint/endpoint.js';
+import type { EndpointResponse } from './endpoint/responses.js';
 import { reportError } from '../lib/telemetry.js';
 
 /** Connection facts a Fetch-API runtime knows but `Request` does not carry. */
@@ -29,12 +31,12 @@ export interface WebConnectionInfo {
  * }
  * @see webHandler
  */
-export class MissingClientAddressError extends TypeError {
+export class MissingClientAddressError extends McpRxError {
   override readonly name = 'MissingClientAddressError';
   /** Stable machine-readable code. */
-  readonly code = 'ERR_MCP_RX_NO_CLIENT_ADDRESS';
+  override readonly code = 'ERR_MCP_RX_NO_CLIENT_ADDRESS';
   /** The URL of the request that came without an address (where the handler is mounted). */
-  readonly info: { readonly url: string };
+  override readonly info: { readonly url: string };
 
   constructor(url: string) {
     super(

@@ -3,16 +3,24 @@
 // envelope) and then only count. Parsing is minimal on purpose: a frame is one `data:` occurrence
 // (searched with Buffer#indexOf, a pattern split across two reads is caught), a marker frame one
 // `list_changed` occurrence; nothing is JSON-parsed. Commands over IPC:
-//   open {port, n, legacy}   open n streams (256 in flight) and wait for every ack; with
+//   open {port, n, legacy, localAddress, base}
+//                            open n streams (256 in flight) and wait for every ack; with
 //                            `legacy`, n 2025-11-25 sessions instead, each as the SDK 1.x client
 //                            does it: POST initialize, POST notifications/initialized, GET /mcp
 //                            (raw socket, counted like a listen stream once its 200 head is in),
 //                            POST resources/subscribe; ready when the subscribe answered a result.
 //                            The POSTs go through a keep-alive http.Agent (setup, not measured).
-//   reset                    zero every stream's frame and marker counts
-//   expect {target, idleMs}  reply when every stream has `target` frames (after reset), or when
-//                            no frame arrived for idleMs: {complete, t (hrtime ns of the last
-//                            stream's last needed frame), received, min}
+//                            Sockets bind `localAddress` (default 127.0.0.1: one loopback source
+//                            address per load-generator process, see bench/harness.mjs) and the
+//                            request ids count from `base` (unique across processes).
+//   reset                    zero every stream's frame, marker and byte counts
+//   expect {target, idleMs, firstIdleMs}
+//                            reply when every stream has `target` frames (after reset), or when
+//                            no frame arrived for idleMs (firstIdleMs before the first one):
+//                            {complete, t (hrtime ns of the last stream's last needed frame),
+//                            received, min, max, expected, bytes (received since reset, HTTP
+//                            chunk framing included), tLast (hrtime ns of the last frame any
+//                            stream received)}
 //   markers {from}           the hrtime at which every healthy stream had marker m, m = 1..
 //   stall {index} / resume   stop / restart reading one stream (socket.pause / resume)
 //   counts                   per-stream totals for the stalled stream and the others
@@ -43,10 +51,13 @@ function straddling(tail, head, needle) {
 let conns = [];
 let expectation;
 let markerWatch;
-let stalled = -1;
+let stalled = -1; // the stalled stream's global index (conn.i), -1 for none
+let stalledConn;
 let lastFrameAt = 0;
+let localAddress = '127.0.0.1';
 
 function request(port, i) {
+  // `i` is the stream's index across every load-generator process (unique request ids).
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: `listen:${i}`,
@@ -74,8 +85,8 @@ function request(port, i) {
  */
 function stream(port, i, head, onHead) {
   return new Promise((resolve, reject) => {
-    const conn = { i, socket: undefined, frames: 0, markers: 0, total: 0, tailD: Buffer.alloc(0), tailM: Buffer.alloc(0), ok: false };
-    const socket = net.connect({ port, host: '127.0.0.1' });
+    const conn = { i, socket: undefined, frames: 0, markers: 0, total: 0, bytes: 0, lastAt: 0, tailD: Buffer.alloc(0), tailM: Buffer.alloc(0), ok: false };
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
     conn.socket = socket;
     socket.setNoDelay(true);
     socket.on('connect', () => socket.write(head));
@@ -83,6 +94,7 @@ function stream(port, i, head, onHead) {
       if (!conn.ok) reject(error);
     });
     socket.on('data', (chunk) => {
+      conn.bytes += chunk.length;
       if (!conn.headed) {
         conn.headed = true;
         if (!chunk.subarray(0, 12).toString('latin1').startsWith('HTTP/1.1 200')) {
@@ -111,6 +123,8 @@ function stream(port, i, head, onHead) {
       conn.frames += d;
       conn.total += d;
       lastFrameAt = now();
+      conn.lastAt = lastFrameAt;
+      if (expectation !== undefined) expectation.gotAny = true;
       if (!conn.ok && onHead === undefined) {
         conn.ok = true;
         resolve(conn);
@@ -142,7 +156,7 @@ function post(port, message, sessionId) {
     headers['Mcp-Protocol-Version'] = LEGACY_VERSION;
   }
   return new Promise((resolve, reject) => {
-    const req = http.request({ agent, host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers }, (res) => {
+    const req = http.request({ agent, host: '127.0.0.1', localAddress, port, path: '/mcp', method: 'POST', headers }, (res) => {
       const chunks = [];
       res.on('data', (chunk) => chunks.push(chunk));
       res.on('end', () => resolve({ status: res.statusCode, sessionId: res.headers['mcp-session-id'], text: Buffer.concat(chunks).toString() }));
@@ -199,14 +213,20 @@ function finishExpectation(complete) {
   clearInterval(e.timer);
   let received = 0;
   let min = Infinity;
+  let max = 0;
+  let bytes = 0;
+  let tLast = 0;
   for (const conn of conns) {
     received += conn.frames;
+    bytes += conn.bytes;
     if (conn.frames < min) min = conn.frames;
+    if (conn.frames > max) max = conn.frames;
+    if (conn.lastAt > tLast) tLast = conn.lastAt;
   }
-  e.reply({ complete, t: e.t, received, min, expected: e.target * conns.length });
+  e.reply({ complete, t: e.t, received, min, max, bytes, tLast, expected: e.target * conns.length });
 }
 
-async function openAll(port, n, legacy) {
+async function openAll(port, n, legacy, base) {
   const t0 = now();
   conns = new Array(n);
   let next = 0;
@@ -216,7 +236,7 @@ async function openAll(port, n, legacy) {
     while (next < n) {
       const i = next++;
       try {
-        conns[i] = await withTimeout(legacy ? openLegacy(port, i) : open(port, i), OPEN_TIMEOUT_MS, `stream ${i}`);
+        conns[i] = await withTimeout(legacy ? openLegacy(port, base + i) : open(port, base + i), OPEN_TIMEOUT_MS, `stream ${base + i}`);
       } catch (error) {
         failed++;
         if (errors.length < 3) errors.push(String(error.message ?? error));
@@ -233,22 +253,26 @@ process.on('message', async ({ id, cmd, args }) => {
   try {
     switch (cmd) {
       case 'open':
-        return reply(await openAll(args.port, args.n, args.legacy === true));
+        localAddress = args.localAddress ?? '127.0.0.1';
+        return reply(await openAll(args.port, args.n, args.legacy === true, args.base ?? 0));
       case 'reset':
         for (const conn of conns) {
           conn.frames = 0;
           conn.markers = 0;
+          conn.bytes = 0;
+          conn.lastAt = 0;
           conn.reached = false;
         }
         return reply({});
       case 'expect': {
         // Replies only when done; `armed` goes out at once so that the publisher starts after.
         for (const conn of conns) conn.reached = conn.frames >= args.target;
-        const e = { target: args.target, reachedCount: conns.filter((c) => c.reached).length, t: 0, reply };
+        const e = { target: args.target, reachedCount: conns.filter((c) => c.reached).length, t: 0, gotAny: false, reply };
         expectation = e;
         lastFrameAt = now();
+        const firstIdleMs = args.firstIdleMs ?? args.idleMs;
         e.timer = setInterval(() => {
-          if (now() - lastFrameAt > args.idleMs * 1e6) finishExpectation(false);
+          if (now() - lastFrameAt > (e.gotAny ? args.idleMs : firstIdleMs) * 1e6) finishExpectation(false);
         }, 100);
         process.send({ id, armed: true });
         if (e.reachedCount === conns.length) finishExpectation(true);
@@ -264,21 +288,24 @@ process.on('message', async ({ id, cmd, args }) => {
         return reply({ times });
       }
       case 'stall':
-        stalled = args.index;
-        conns[stalled].socket.pause();
+        // `index` is this process's own (conns[index]).
+        stalledConn = conns[args.index];
+        stalled = stalledConn.i;
+        stalledConn.socket.pause();
         return reply({});
       case 'resume':
-        if (stalled >= 0) conns[stalled].socket.resume();
+        stalledConn?.socket.resume();
         return reply({});
       case 'counts': {
         let healthyMin = Infinity;
         for (const conn of conns) if (conn.i !== stalled && conn.total < healthyMin) healthyMin = conn.total;
-        return reply({ stalled: stalled >= 0 ? conns[stalled].total : undefined, healthyMin, lastFrameAt });
+        return reply({ stalled: stalledConn?.total, healthyMin, lastFrameAt });
       }
       case 'destroy':
         for (const conn of conns) conn.socket.resetAndDestroy();
         conns = [];
         stalled = -1;
+        stalledConn = undefined;
         return reply({});
       case 'exit':
         for (const conn of conns) conn.socket.destroy();

@@ -3,13 +3,23 @@
 // trigger and the measurements are identical). It serves /mcp on 127.0.0.1:<random port> with the
 // peer's handler (POST for listen; POST, GET and DELETE for the legacy peers) and answers:
 //   mem                      heap/RSS after two full GCs (needs --expose-gc)
-//   registry                 what the peer holds (streams, topics, slots) and our drop count
-//   publishPaced {k, batch}  publish k notifications, `batch` per event-loop turn, waiting
-//                            whenever a socket has more than its high-water mark buffered
-//                            (`writableNeedDrain`): "as fast as the server accepts"
+//   registry                 what the peer holds (streams, topics, slots), our drop count and
+//                            the notifications our queues coalesced (undefined for other peers)
+//   cpu                      process.cpuUsage() in µs (user + system) and the hrtime
+//   bytes                    bytes written so far on the open sockets (socket.bytesWritten)
+//   publishPaced {k, batch}  publish k notifications, `batch` per event-loop turn (1: one per
+//                            turn, nothing for an adapter to batch), waiting whenever a socket
+//                            has more than its high-water mark buffered (`writableNeedDrain`):
+//                            "as fast as the server accepts"
 //   publishOne               publish one notification; reply with the hrtime (ns) just before it
 //   publishRate {k, ms, markerEvery}  publish k over ~ms at a steady rate, no gate; every
 //                            markerEvery-th is tools/list_changed; reply with the marker times
+//   storm {k}                k tools/list_changed in one event-loop turn (a registry registering
+//                            k tools in a loop); reply with the hrtime before and after the turn
+//   sampleStart {everyMs} / sampleStop
+//                            sample heapUsed+external and RSS every everyMs (no forced GC, so
+//                            the heap line saw-tooths with the young generation) until stopped;
+//                            sampleStop replies with [{t (hrtime ns), heap, rss}]
 // Times are process.hrtime (CLOCK_MONOTONIC, the same clock in every process on the box).
 import http from 'node:http';
 import { URI } from './peers/common.mjs';
@@ -29,7 +39,10 @@ server.requestTimeout = 0;
 server.maxConnections = Infinity;
 server.on('connection', (socket) => {
   sockets.add(socket);
-  socket.on('close', () => sockets.delete(socket));
+  socket.on('close', () => {
+    sockets.delete(socket);
+    bytesOfClosed += socket.bytesWritten;
+  });
 });
 server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
 
@@ -38,6 +51,32 @@ function mem() {
   global.gc?.();
   const m = process.memoryUsage();
   return { heapUsed: m.heapUsed, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
+let sampler;
+function sampleStart({ everyMs }) {
+  const series = [];
+  const take = () => {
+    const m = process.memoryUsage();
+    series.push({ t: now(), heap: m.heapUsed + m.external, rss: m.rss });
+  };
+  take();
+  clearInterval(sampler?.timer);
+  sampler = { series, timer: setInterval(take, everyMs) };
+}
+function sampleStop() {
+  if (sampler === undefined) return [];
+  clearInterval(sampler.timer);
+  const { series } = sampler;
+  sampler = undefined;
+  return series;
+}
+
+let bytesOfClosed = 0;
+function bytesWritten() {
+  let total = bytesOfClosed;
+  for (const socket of sockets) total += socket.bytesWritten;
+  return total;
 }
 
 function firstBackedUp() {
@@ -101,7 +140,7 @@ process.on('message', async ({ id, cmd, args }) => {
         result = mem();
         break;
       case 'registry':
-        result = { ...peer.registry(), drops: peer.drops?.() ?? 0, sockets: sockets.size };
+        result = { ...peer.registry(), drops: peer.drops?.() ?? 0, coalesced: peer.coalesced?.(), sockets: sockets.size };
         break;
       case 'publishPaced':
         result = await publishPaced(args);
@@ -114,6 +153,27 @@ process.on('message', async ({ id, cmd, args }) => {
       }
       case 'publishRate':
         result = await publishRate(args);
+        break;
+      case 'cpu': {
+        const { user, system } = process.cpuUsage();
+        result = { us: user + system, t: now() };
+        break;
+      }
+      case 'bytes':
+        result = bytesWritten();
+        break;
+      case 'storm': {
+        const t0 = now();
+        for (let i = 0; i < args.k; i++) peer.publishMarker();
+        result = { t0, t1: now() };
+        break;
+      }
+      case 'sampleStart':
+        sampleStart(args);
+        result = {};
+        break;
+      case 'sampleStop':
+        result = sampleStop();
         break;
       case 'exit':
         await peer.close?.();

@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net';
+import { McpRxError } from './errors.js';
 
 /** Who is calling, as an endpoint's `authenticate` hook reports it. */
 export interface AuthInfo {
@@ -10,16 +11,29 @@ export interface AuthInfo {
   readonly expiresAt?: number;
 }
 
-/** Thrown by an `authenticate` hook to refuse a request: answered with HTTP 401. */
-export class AuthError extends Error {
+/**
+ * Thrown by an `authenticate` hook to refuse a request: answered with HTTP 401, its message in
+ * the JSON-RPC error (`unauthorized: <message>`) and `challenge` as `WWW-Authenticate`.
+ *
+ * @example
+ * authenticate: (request) => {
+ *   if (request.header('authorization') === undefined) throw new AuthError('a bearer token is required');
+ *   return verify(request.header('authorization'));
+ * }
+ */
+export class AuthError extends McpRxError {
   override readonly name = 'AuthError';
-  readonly code = 'ERR_MCP_RX_UNAUTHORIZED';
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_UNAUTHORIZED';
+  /** The `WWW-Authenticate` challenge. */
+  override readonly info: { readonly challenge: string };
   /** Value of the `WWW-Authenticate` response header; defaults to `Bearer`. */
   readonly challenge: string;
 
   constructor(message: string, challenge = 'Bearer') {
     super(message);
     this.challenge = challenge;
+    this.info = { challenge };
   }
 }
 

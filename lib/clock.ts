@@ -106,6 +106,14 @@ export class Clock {
     if (!this.running && due < this.wakeAt) this.wake();
   }
 
+  /**
+   * Calls `fn` once, `ms` milliseconds from now (a session's grace period, say): one small entry
+   * on the clock instead of a timer of its own. Unsubscribe to cancel.
+   */
+  after(ms: number, fn: () => void): { unsubscribe(): void } {
+    return new OneShot(this, this.now() + ms, fn);
+  }
+
   /** Unschedules `entry`; nothing if it is not scheduled. */
   remove(entry: ClockEntry): void {
     const slot = entry.slot;
@@ -199,6 +207,29 @@ export class Clock {
     }
     heap[slot] = entry;
     entry.slot = slot;
+  }
+}
+
+/** What {@link Clock.after} returns. */
+class OneShot implements ClockEntry {
+  due = 0;
+  slot = -1;
+  seq = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    due: number,
+    private readonly fn: () => void,
+  ) {
+    clock.add(this, due);
+  }
+
+  fire(): void {
+    this.fn();
+  }
+
+  unsubscribe(): void {
+    this.clock.remove(this);
   }
 }
 

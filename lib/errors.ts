@@ -1,10 +1,32 @@
+/**
+ * The base of every error this library throws (except {@link JsonRpcError}, whose numeric `code`
+ * is the JSON-RPC error code it answers with): a stable machine-readable `code`
+ * (`ERR_MCP_RX_…`) to branch on instead of the message, and an `info` object with the facts of
+ * the case (the option and value, the URI, the status…), as undici's `UndiciError` does.
+ *
+ * @example
+ * try {
+ *   new McpEndpoint({ hub, keepAliveInterval: -5 });
+ * } catch (error) {
+ *   if (error instanceof McpRxError) console.error(error.code, error.info); // ERR_MCP_RX_INVALID_OPTION { option: 'keepAliveInterval', value: -5 }
+ * }
+ * @see InvalidOptionError
+ */
+export class McpRxError extends Error {
+  override readonly name: string = 'McpRxError';
+  /** Stable machine-readable code, `ERR_MCP_RX_…`; each subclass has its own. */
+  readonly code: string = 'ERR_MCP_RX';
+  /** The facts of the case; each subclass documents its members. */
+  readonly info: object = {};
+}
+
 /** Thrown at construction when an option has a value the library cannot use (DESIGN M13). */
-export class InvalidOptionError extends TypeError {
+export class InvalidOptionError extends McpRxError {
   override readonly name = 'InvalidOptionError';
   /** Stable machine-readable code. */
-  readonly code = 'ERR_MCP_RX_INVALID_OPTION';
+  override readonly code = 'ERR_MCP_RX_INVALID_OPTION';
   /** The option's name and the rejected value. */
-  readonly info: { readonly option: string; readonly value: unknown };
+  override readonly info: { readonly option: string; readonly value: unknown };
 
   constructor(option: string, expected: string, value: unknown) {
     super(`${option} must be ${expected}, got ${describe(value)}`);
@@ -13,10 +35,12 @@ export class InvalidOptionError extends TypeError {
 }
 
 /** Thrown by the encoder when a frame cannot be written as SSE (e.g. CR/LF inside an `id`). */
-export class FrameEncodingError extends TypeError {
+export class FrameEncodingError extends McpRxError {
   override readonly name = 'FrameEncodingError';
-  readonly code = 'ERR_MCP_RX_FRAME_ENCODING';
-  readonly info: { readonly field: string; readonly value: string };
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_FRAME_ENCODING';
+  /** The SSE field (`event`, `id`) and the value that holds a line break. */
+  override readonly info: { readonly field: string; readonly value: string };
 
   constructor(field: string, value: string) {
     super(`SSE ${field} must not contain CR or LF, got ${JSON.stringify(value)}`);
@@ -36,11 +60,12 @@ function describe(value: unknown): string {
 }
 
 /** A stream closed but its client did not take the closing frames within the grace period; the adapter drops the connection. */
-export class StalledStreamError extends Error {
+export class StalledStreamError extends McpRxError {
   override readonly name = 'StalledStreamError';
-  readonly code = 'ERR_MCP_RX_STALLED';
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_STALLED';
   /** The grace period that ran out, in milliseconds. */
-  readonly info: { readonly graceMs: number };
+  override readonly info: { readonly graceMs: number };
 
   constructor(info: { readonly graceMs: number }) {
     super(`the client took no closing frame within ${info.graceMs} ms of the close; drop the connection`);

@@ -1,3 +1,4 @@
+import { McpRxError } from './errors.js';
 import type { JsonRpcError, JsonRpcId } from './jsonrpc.js';
 
 /**
@@ -5,7 +6,13 @@ import type { JsonRpcError, JsonRpcId } from './jsonrpc.js';
  * body and, when readable, the request id. Thrown inside the endpoint; never escapes `handle`.
  * @internal
  */
-export class HttpError extends Error {
+export class HttpError extends McpRxError {
+  override readonly name = 'HttpError';
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_HTTP';
+  /** The HTTP status and the JSON-RPC error code of the answer. */
+  override readonly info: { readonly status: number; readonly rpcCode: number };
+
   constructor(
     readonly status: number,
     readonly rpc: JsonRpcError,
@@ -13,5 +20,6 @@ export class HttpError extends Error {
     readonly id: JsonRpcId | null = null,
   ) {
     super(rpc.message);
+    this.info = { status, rpcCode: rpc.code };
   }
 }

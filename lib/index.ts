@@ -47,11 +47,12 @@ export type {
   JsonRpcRequest,
   JsonRpcResultResponse,
 } from './jsonrpc.js';
-export { FrameEncodingError, InvalidOptionError, StalledStreamError } from './errors.js';
+export { FrameEncodingError, InvalidOptionError, McpRxError, StalledStreamError } from './errors.js';
 
-/* Endpoint, limits and auth */
-export { acceptsEventStream, JSON_HEADERS, localhostHosts, McpEndpoint, MODERN_PROTOCOL_VERSION, SSE_HEADERS } from './endpoint.js';
-export type { EndpointRequest, EndpointResponse, EndpointStats, McpEndpointOptions, MethodHandler, ParsedBody, RequestContext } from './endpoint.js';
+/* Protocol revisions, request context, limits and auth */
+export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './protocol.js';
+export type { ServerInfo } from './protocol.js';
+export type { EndpointRequest, MethodHandler, ParsedBody, RequestContext } from './context.js';
 export { StreamSlots } from './slots.js';
 export type { Slot } from './slots.js';
 export { PrincipalRegistry } from './principals.js';
@@ -59,9 +60,7 @@ export type { Admission, PrincipalCap } from './principals.js';
 export { addressBucket, anonymous, AuthError } from './auth.js';
 export type { AuthInfo } from './auth.js';
 
-/* Legacy era: sessions, resource providers, replay */
-export { DEFAULT_SESSION_OPTIONS, LEGACY_PROTOCOL_VERSIONS, resolveSessionOptions, RestoreError } from './legacy.js';
-export type { ServerInfo, SessionOptions } from './legacy.js';
+/* Legacy era: session store, resource providers, replay */
 export { MemorySessionStore } from './session.js';
 export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './session.js';
 export { hubResources } from './resources.js';

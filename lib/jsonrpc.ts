@@ -59,6 +59,10 @@ export const ErrorCode = Object.freeze({
   InternalError: -32603,
   /** Server-defined: the server is at capacity (`maxStreams`). */
   ServerBusy: -32000,
+  /** Server-defined: a legacy session that is unknown, ended or evicted (with HTTP 404): initialize a new one. */
+  SessionNotFound: -32001,
+  /** MCP (2025-06-18 / 2025-11-25): `resources/read` of a resource that does not exist; `data: { uri }`. */
+  ResourceNotFound: -32002,
   /** MCP: the request needs an extension the client did not declare (e.g. `taskIds` without tasks). */
   MissingRequiredExtension: -32021,
   /** MCP 2026-07-28: the request names a protocol revision the server does not speak; `data: { supported, requested }`. */

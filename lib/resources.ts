@@ -1,5 +1,5 @@
 import type { ObservableInput } from 'rxjs';
-import type { RequestContext } from './endpoint.js';
+import type { RequestContext } from './context.js';
 import type { Hub } from './hub.js';
 
 /**

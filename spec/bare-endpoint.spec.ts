@@ -13,7 +13,8 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { test } from 'uvu';
 import { nodeHandler } from '../adapters/node.js';
-import { McpEndpoint, type McpEndpointOptions } from '../lib/endpoint.js';
+import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
+import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import { Hub } from '../lib/hub.js';
 import { eventually } from './helpers/http.js';
 import { within } from './helpers/wait.js';

@@ -5,7 +5,7 @@ import { strict as assert } from 'node:assert';
 import net from 'node:net';
 import { test } from 'uvu';
 import type { AuthInfo } from '../lib/auth.js';
-import type { EndpointRequest } from '../lib/endpoint.js';
+import type { EndpointRequest } from '../lib/context.js';
 import { eventually, listenBody, startEndpoint, type TestServer } from './helpers/http.js';
 import { initialize } from './helpers/legacy.js';
 

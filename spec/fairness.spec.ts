@@ -5,7 +5,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import type { AuthInfo } from '../lib/auth.js';
-import type { EndpointRequest } from '../lib/endpoint.js';
+import type { EndpointRequest } from '../lib/context.js';
 import { channels, type StopEvent } from '../lib/telemetry.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint } from './helpers/http.js';
 import { call, GetStream, initialize } from './helpers/legacy.js';

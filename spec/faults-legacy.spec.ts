@@ -16,7 +16,8 @@ import {
 } from 'rxjs';
 import { test } from 'uvu';
 import { AuthError, type AuthInfo } from '../lib/auth.js';
-import type { EndpointRequest, McpEndpointOptions } from '../lib/endpoint.js';
+import type { EndpointRequest } from '../lib/context.js';
+import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import { Hub } from '../lib/hub.js';
 import type { ResourceProvider } from '../lib/resources.js';
 import { MemorySessionStore, type SessionChanges, type SessionRecord } from '../lib/session.js';

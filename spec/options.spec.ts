@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import { deepStrictEqual, equal, ok, throws } from 'node:assert/strict';
-import { InvalidOptionError } from '../lib/errors.js';
+import { InvalidOptionError, McpRxError } from '../lib/errors.js';
 import {
   DEFAULT_LISTEN_OPTIONS,
   DEFAULT_STREAM_LIMITS,
@@ -241,7 +241,8 @@ test('the error keeps the rejected value in info', () => {
     resolveListenOptions({ keepAliveInterval: -5 });
   } catch (error) {
     ok(error instanceof InvalidOptionError);
-    ok(error instanceof TypeError);
+    ok(error instanceof McpRxError);
+    equal(error.code, 'ERR_MCP_RX_INVALID_OPTION');
     deepStrictEqual(error.info, { option: 'keepAliveInterval', value: -5 });
     equal(error.message, 'keepAliveInterval must be a positive integer of milliseconds, got -5');
     return;

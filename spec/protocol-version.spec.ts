@@ -5,8 +5,8 @@
 // A session's own requests and the known revisions keep working (the control cases below).
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
-import { LEGACY_PROTOCOL_VERSIONS } from '../lib/legacy.js';
-import { MODERN_PROTOCOL_VERSION } from '../lib/endpoint.js';
+import { LEGACY_PROTOCOL_VERSIONS } from '../lib/protocol.js';
+import { MODERN_PROTOCOL_VERSION } from '../lib/protocol.js';
 import { listenBody, LISTEN_HEADERS, post, SseConnection, startEndpoint } from './helpers/http.js';
 import { initialize, send, sessionHeaders } from './helpers/legacy.js';
 

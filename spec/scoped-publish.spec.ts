@@ -4,7 +4,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import type { AuthInfo } from '../lib/auth.js';
-import type { EndpointRequest } from '../lib/endpoint.js';
+import type { EndpointRequest } from '../lib/context.js';
 import type { Frame, MessageFrame } from '../lib/frame.js';
 import { Hub, type HubBus, type HubEvent } from '../lib/hub.js';
 import { listenStream } from '../operators/listenPipeline.js';

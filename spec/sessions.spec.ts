@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { InvalidOptionError } from '../lib/errors.js';
 import { Hub } from '../lib/hub.js';
-import { resolveSessionOptions } from '../lib/legacy.js';
+import { resolveSessionOptions } from '../adapters/endpoint/legacy/sessionOptions.js';
 import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
 import { MemorySessionStore, type SessionBus, type SessionCommand } from '../lib/session.js';
 import { asyncLog } from './helpers/frames.js';

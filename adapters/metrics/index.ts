@@ -2,7 +2,7 @@
 // as Prometheus metrics, through prom-client (an optional peer dependency).
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { Counter, Gauge, Registry } from 'prom-client';
-import type { McpEndpoint } from '../../lib/endpoint.js';
+import type { McpEndpoint } from '../endpoint/endpoint.js';
 import { channels, queueTotals, type DropEvent, type ErrorEvent, type StopEvent } from '../../lib/telemetry.js';
 import { requirePeer } from '../peer.js';
 import { redisChannels, type ConnectionEvent, type UnrelayedEvent } from '../redis/telemetry.js';

@@ -5,102 +5,25 @@
 // served under which name) and scans it; watch.ts keeps it following the disk and settles
 // events into changes; changeBatch.ts turns settled changes into notifications to publish;
 // pinnedFs.ts opens files and directories so that what is used is what was checked; mime.ts
-// names a file's type; demoData.ts writes the sample tree. This file is the provider's face.
+// names a file's type; resourceContents.ts says what a file or directory reads and lists as;
+// definitions.ts reads tools.json and prompts.json; fileOptions.ts checks the options;
+// demoData.ts writes the sample tree. This file is the provider's face.
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { Observable, Subject, share } from 'rxjs';
-import { InvalidOptionError } from '../../lib/errors.js';
-import { collectionUri, PRIVATE_SCOPE, type FileChange, type Kind } from './changeBatch.js';
-import { isTextType, mimeTypeOf, sniffText } from './mime.js';
-import { openRegularFile, readAtMost, type ReadTooLarge } from './pinnedFs.js';
+import { collectionUri, PRIVATE_SCOPE, type FileChange } from './changeBatch.js';
+import { DefinitionFiles } from './definitions.js';
+import { type FileResourcesOptions, resolveFileResourcesOptions } from './fileOptions.js';
+import { collectionContents, describe, fileContents, readInside, type ResourceContents, type ResourceDescriptor, ResourceTooLargeError } from './resourceContents.js';
 import { ServedTree } from './tree.js';
 import { TreeWatch } from './watch.js';
 
 export { ensureDemoData } from './demoData.js';
-
-/**
- * One entry of a `resources/list` answer.
- *
- * Files carry the MIME type guessed from their extension (left out when the extension is not
- * recognised); collections carry `text/uri-list`, the format `read` answers them in.
- *
- * @example
- * const [first] = await files.list(new Set());
- * console.log(first.uri, first.name); // file:///srv/data/ data/
- *
- * @see FileResources.list
- */
-export interface ResourceDescriptor {
-  /** `file://` URI, exactly as `read`, `canRead` and subscriptions expect it. */
-  readonly uri: string;
-  /** Path relative to the served directory (`notes/todo.txt`, `notes/`); the root is `<basename>/`. */
-  readonly name: string;
-  readonly mimeType?: string;
-  readonly description?: string;
-}
-
+export { DEFAULT_DEBOUNCE_MS, DEFAULT_MAX_READ_BYTES } from './fileOptions.js';
+export type { FileResourcesOptions } from './fileOptions.js';
+export { ResourceTooLargeError } from './resourceContents.js';
+export type { ResourceContents, ResourceDescriptor } from './resourceContents.js';
 export type { FileChange } from './changeBatch.js';
-
-/**
- * Options of {@link FileResources.open}.
- *
- * @example
- * await FileResources.open('./data', { debounceMs: 100, onWarning: console.warn });
- *
- * @see FileResources.open
- */
-export interface FileResourcesOptions {
-  /**
-   * Quiet time per path before a burst of file-system events is settled into one change, in
-   * milliseconds; defaults to 50. A path that never goes quiet is still reported at least every
-   * ten debounce periods.
-   */
-  readonly debounceMs?: number;
-  /**
-   * Told about problems that do not stop the provider: an invalid `tools.json` / `prompts.json`
-   * (once per distinct invalid content), a directory that cannot be watched. Defaults to
-   * ignoring them.
-   */
-  readonly onWarning?: (message: string) => void;
-  /**
-   * The largest file `read` answers, in bytes; defaults to 8 MiB (8 388 608). A larger file is
-   * refused with a {@link ResourceTooLargeError} before any of its bytes is read; `tools.json`
-   * and `prompts.json` larger than this are served as empty (with a warning).
-   */
-  readonly maxReadBytes?: number;
-}
-
-/** Default of {@link FileResourcesOptions.maxReadBytes}: 8 MiB. */
-export const DEFAULT_MAX_READ_BYTES = 8 * 1024 * 1024;
-
-/**
- * Thrown by {@link FileResources.read} for a file larger than `maxReadBytes`.
- *
- * @example
- * try {
- *   await files.read(uri, scopes);
- * } catch (error) {
- *   if (error instanceof ResourceTooLargeError) console.log(error.info.size);
- * }
- */
-export class ResourceTooLargeError extends Error {
-  override readonly name = 'ResourceTooLargeError';
-  /** Stable machine-readable code. */
-  readonly code = 'ERR_MCP_RX_RESOURCE_TOO_LARGE';
-  /** The URI, the file's size in bytes (as far as known) and the cap in bytes. */
-  readonly info: { readonly uri: string; readonly size: number; readonly maxReadBytes: number };
-
-  constructor(uri: string, size: number, maxReadBytes: number) {
-    super(
-      `resource too large: ${uri} is ${size} bytes and this server reads at most ${maxReadBytes} bytes per resource ` +
-        '(maxReadBytes, --max-read-bytes)',
-    );
-    this.info = { uri, size, maxReadBytes };
-  }
-}
-
-const DEFAULT_DEBOUNCE_MS = 50;
-const URI_LIST = 'text/uri-list';
 
 /**
  * Serves a directory tree as MCP resources and turns its file-system events into
@@ -145,29 +68,29 @@ export class FileResources {
   /** Collection URI of the served directory, with its trailing slash. */
   readonly rootUri: string;
 
-  readonly #debounceMs: number;
   readonly #maxReadBytes: number;
   readonly #onWarning: (message: string) => void;
   readonly #tree: ServedTree;
+  readonly #definitions: DefinitionFiles;
   #watch: TreeWatch | undefined;
   #closed = false;
   readonly #closing = new Subject<void>();
-  readonly #invalidJson = new Map<string, string>();
   readonly #changes: Observable<FileChange>;
 
   private constructor(root: string, options: FileResourcesOptions) {
+    const { debounceMs, maxReadBytes, onWarning, scheduler } = resolveFileResourcesOptions(options);
     this.root = root;
     this.#tree = new ServedTree(root);
     this.rootUri = collectionUri(root);
-    this.#debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
-    this.#maxReadBytes = options.maxReadBytes ?? DEFAULT_MAX_READ_BYTES;
-    this.#onWarning = options.onWarning ?? (() => {});
+    this.#maxReadBytes = maxReadBytes;
+    this.#onWarning = onWarning;
+    this.#definitions = new DefinitionFiles(root, (p) => readInside(this.#tree, p, maxReadBytes), maxReadBytes, (m) => this.#warn(m));
     this.#changes = new Observable<FileChange>((subscriber) => {
       if (this.#closed) {
         subscriber.complete();
         return undefined;
       }
-      const watching = new TreeWatch(this.#tree, { debounceMs: this.#debounceMs, warn: (m) => this.#warn(m) }, (change) => subscriber.next(change));
+      const watching = new TreeWatch(this.#tree, { debounceMs, scheduler, warn: (m) => this.#warn(m) }, (change) => subscriber.next(change));
       this.#watch = watching;
       const closing = this.#closing.subscribe(() => subscriber.complete());
       return () => {
@@ -191,17 +114,12 @@ export class FileResources {
    * It must exist (an `ENOENT` error otherwise) and be a directory.
    * @param options `debounceMs` in milliseconds (defaults to 50; a positive integer, else an
    * `InvalidOptionError`), `maxReadBytes` in bytes (defaults to 8 388 608; a positive integer,
-   * else an `InvalidOptionError`), `onWarning` (defaults to ignoring warnings).
+   * else an `InvalidOptionError`), `onWarning` (defaults to ignoring warnings), `scheduler` (where
+   * the debounce's time comes from; defaults to `asyncScheduler`).
    * @see ensureDemoData
    */
   static async open(dir: string, options: FileResourcesOptions = {}): Promise<FileResources> {
-    const { debounceMs, maxReadBytes } = options;
-    if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs > 0)) {
-      throw new InvalidOptionError('debounceMs', 'a positive integer of milliseconds', debounceMs);
-    }
-    if (maxReadBytes !== undefined && !(Number.isSafeInteger(maxReadBytes) && maxReadBytes > 0)) {
-      throw new InvalidOptionError('maxReadBytes', 'a positive integer of bytes', maxReadBytes);
-    }
+    resolveFileResourcesOptions(options);
     const root = await fsp.realpath(path.resolve(dir));
     if (!(await fsp.stat(root)).isDirectory()) {
       throw new Error(`${root} is not a directory; FileResources.open needs the directory to serve`);
@@ -235,7 +153,7 @@ export class FileResources {
     const out: ResourceDescriptor[] = [];
     for (const [uri, p] of this.#tree.uris()) {
       if (!this.canRead(uri, scopes)) continue;
-      out.push(this.#describe(uri, p, this.#tree.kindOf(p) ?? 'file'));
+      out.push(describe(this.root, uri, p, this.#tree.kindOf(p) ?? 'file'));
     }
     return out.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
   }
@@ -284,10 +202,7 @@ export class FileResources {
    * @throws ResourceTooLargeError when the file holds more than `maxReadBytes` bytes.
    * @see FileResources.canRead
    */
-  async read(
-    uri: string,
-    scopes: ReadonlySet<string>,
-  ): Promise<{ contents: { uri: string; mimeType: string; text?: string; blob?: string }[] } | undefined> {
+  async read(uri: string, scopes: ReadonlySet<string>): Promise<ResourceContents | undefined> {
     if (!this.canRead(uri, scopes)) return undefined;
     const p = this.#tree.pathOf(uri)!;
     if (this.#tree.kindOf(p) === 'collection') {
@@ -295,22 +210,12 @@ export class FileResources {
       for (const [childUri, child] of this.#tree.uris()) {
         if (child !== p && path.dirname(child) === p && this.canRead(childUri, scopes)) children.push(childUri);
       }
-      children.sort();
-      return { contents: [{ uri, mimeType: URI_LIST, text: children.map((c) => `${c}\r\n`).join('') }] };
+      return collectionContents(uri, children);
     }
-    const bytes = await this.#readInside(p);
+    const bytes = await readInside(this.#tree, p, this.#maxReadBytes);
     if (bytes === undefined) return undefined;
     if (!Buffer.isBuffer(bytes)) throw new ResourceTooLargeError(uri, bytes.size, this.#maxReadBytes);
-    const known = mimeTypeOf(p);
-    if (known !== undefined) {
-      return isTextType(known)
-        ? { contents: [{ uri, mimeType: known, text: bytes.toString('utf8') }] }
-        : { contents: [{ uri, mimeType: known, blob: bytes.toString('base64') }] };
-    }
-    const text = sniffText(bytes);
-    return text !== undefined
-      ? { contents: [{ uri, mimeType: 'text/plain', text }] }
-      : { contents: [{ uri, mimeType: 'application/octet-stream', blob: bytes.toString('base64') }] };
+    return fileContents(uri, p, bytes);
   }
 
   /**
@@ -339,7 +244,7 @@ export class FileResources {
    * @see FileResources.prompts
    */
   async tools(): Promise<unknown[]> {
-    return this.#readJsonArray('tools.json');
+    return this.#definitions.read('tools.json');
   }
 
   /**
@@ -353,7 +258,7 @@ export class FileResources {
    * @see FileResources.tools
    */
   async prompts(): Promise<unknown[]> {
-    return this.#readJsonArray('prompts.json');
+    return this.#definitions.read('prompts.json');
   }
 
   /**
@@ -389,62 +294,6 @@ export class FileResources {
     this.#closed = true;
     this.#closing.next();
     this.#closing.complete();
-  }
-
-  /**
-   * Reads the file known as `p`: opened first, then checked as opened (a regular file whose real
-   * location may be served under `p`), then read from that descriptor, at most `maxReadBytes`.
-   */
-  async #readInside(p: string): Promise<Buffer | ReadTooLarge | undefined> {
-    const file = await openRegularFile(p, (real) => this.#tree.mayServe(p, real));
-    if (file === undefined) return undefined;
-    try {
-      return await readAtMost(file, this.#maxReadBytes);
-    } catch {
-      return undefined;
-    } finally {
-      await file.handle.close().catch(() => {});
-    }
-  }
-
-  async #readJsonArray(name: string): Promise<unknown[]> {
-    const file = path.join(this.root, name);
-    const bytes = await this.#readInside(file);
-    if (bytes === undefined) return [];
-    if (!Buffer.isBuffer(bytes)) {
-      this.#warnOnce(name, `size:${bytes.size}`, `${file} is ${bytes.size} bytes, more than maxReadBytes (${this.#maxReadBytes}); serving no entries`);
-      return [];
-    }
-    const text = bytes.toString('utf8');
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      value = undefined;
-    }
-    if (Array.isArray(value)) {
-      this.#invalidJson.delete(name);
-      return value;
-    }
-    this.#warnOnce(name, text, `${file} is not a JSON array; serving no entries until it is fixed`);
-    return [];
-  }
-
-  /** Warns about `name` once per distinct `content`. */
-  #warnOnce(name: string, content: string, message: string): void {
-    if (this.#invalidJson.get(name) === content) return;
-    this.#invalidJson.set(name, content);
-    this.#warn(message);
-  }
-
-  #describe(uri: string, p: string, kind: Kind): ResourceDescriptor {
-    const relative = path.relative(this.root, p).split(path.sep).join('/');
-    if (kind === 'collection') {
-      const name = p === this.root ? `${path.basename(p) || '/'}/` : `${relative}/`;
-      return { uri, name, mimeType: URI_LIST, description: `Directory ${name}: its children as a text/uri-list` };
-    }
-    const mimeType = mimeTypeOf(p);
-    return mimeType === undefined ? { uri, name: relative } : { uri, name: relative, mimeType };
   }
 
   #warn(message: string): void {

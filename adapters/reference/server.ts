@@ -5,12 +5,15 @@ import path from 'node:path';
 import { errors as joseErrors, jwtVerify } from 'jose';
 import type { Subscription } from 'rxjs';
 import { AuthError, type AuthInfo } from '../../lib/auth.js';
-import { localhostHosts, McpEndpoint, type EndpointRequest, type MethodHandler, type RequestContext } from '../../lib/endpoint.js';
+import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/context.js';
+import { McpEndpoint } from '../endpoint/endpoint.js';
+import { localhostHosts } from '../endpoint/hostCheck.js';
 import { Hub, type HubEvent } from '../../lib/hub.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
-import { resolveSessionOptions, type SessionOptions } from '../../lib/legacy.js';
+import { resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/sessionOptions.js';
 import { resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
+import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { hubResources } from '../../lib/resources.js';
 import { nodeHandler } from '../node.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
@@ -18,8 +21,8 @@ import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSes
 import { ensureDemoData, FileResources, ResourceTooLargeError, type FileChange } from './files.js';
 import { redactedUrl } from '../redactedUrl.js';
 
-/** The protocol revision the reference server speaks. */
-export const PROTOCOL_VERSION = '2026-07-28';
+/** The protocol revision the reference server speaks: {@link MODERN_PROTOCOL_VERSION} (`2026-07-28`). */
+export const PROTOCOL_VERSION = MODERN_PROTOCOL_VERSION;
 
 /** Options of {@link startReferenceServer}; listen options and limits as in {@link McpEndpoint}. */
 export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
@@ -386,7 +389,7 @@ function methods(files: FileResources): Record<string, MethodHandler> {
       });
       // Unreadable and absent look the same: the answer never reveals what the caller may not read.
       // 2026-07-28 made a missing resource -32602 (Invalid params, with data.uri); legacy sessions keep -32002.
-      if (read === undefined) throw new JsonRpcError(context.session === undefined ? ErrorCode.InvalidParams : -32002, `resource not found: ${uri}`, { uri });
+      if (read === undefined) throw new JsonRpcError(context.session === undefined ? ErrorCode.InvalidParams : ErrorCode.ResourceNotFound, `resource not found: ${uri}`, { uri });
       return cacheable(read, context);
     },
     'tools/list': async (_params, context) => cacheable({ tools: await files.tools() }, context),

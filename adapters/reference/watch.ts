@@ -13,6 +13,7 @@ import type { FSWatcher, Stats } from 'node:fs';
 import { watch } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
+import type { SchedulerLike, Subscription } from 'rxjs';
 import { Batch, type FileChange, type Kind } from './changeBatch.js';
 import { watchDirectorySync } from './pinnedFs.js';
 import type { Scan, ServedTree } from './tree.js';
@@ -21,9 +22,12 @@ import type { Scan, ServedTree } from './tree.js';
 export interface TreeWatchOptions {
   /** Quiet time per path before its events are settled, in milliseconds. */
   readonly debounceMs: number;
+  /** Where the debounce's clock and timers come from (`asyncScheduler` in production). */
+  readonly scheduler: SchedulerLike;
   readonly warn: (message: string) => void;
 }
 
+/** A path that never goes quiet is still settled after this many debounce periods. */
 const MAX_WAIT_PERIODS = 10;
 /**
  * Milliseconds between two looks at the served directory itself. A watch follows an inode: once
@@ -44,7 +48,8 @@ export class TreeWatch {
   readonly #emit: (change: FileChange) => void;
   /** The watch of each directory, with the identity (`dev:ino:birthtime`) of the directory it watches. */
   readonly #watchers = new Map<string, { readonly watcher: FSWatcher; readonly identity: string }>();
-  readonly #timers = new Map<string, { readonly timer: NodeJS.Timeout; readonly first: number }>();
+  /** The pending debounce of each path, and when (scheduler time, ms) its first unsettled event came. */
+  readonly #timers = new Map<string, { readonly timer: Subscription; readonly first: number }>();
   readonly #due = new Set<string>();
   #drain: NodeJS.Immediate | undefined;
   /** Every reconcile runs on this chain, one at a time, so the known set never sees two writers. */
@@ -92,7 +97,7 @@ export class TreeWatch {
     clearInterval(this.#rootPoll);
     for (const { watcher } of this.#watchers.values()) watcher.close();
     this.#watchers.clear();
-    for (const { timer } of this.#timers.values()) clearTimeout(timer);
+    for (const { timer } of this.#timers.values()) timer.unsubscribe();
     this.#timers.clear();
     if (this.#drain) clearImmediate(this.#drain);
     this.#due.clear();
@@ -172,13 +177,13 @@ export class TreeWatch {
   #schedule(p: string): void {
     if (this.#closed || !this.#tree.isInside(p)) return;
     this.#touched?.add(p);
-    const { debounceMs } = this.#options;
-    const now = Date.now();
+    const { debounceMs, scheduler } = this.#options;
+    const now = scheduler.now();
     const pending = this.#timers.get(p);
     const first = pending?.first ?? now;
-    if (pending) clearTimeout(pending.timer);
+    if (pending) pending.timer.unsubscribe();
     const delay = Math.max(0, Math.min(debounceMs, first + debounceMs * MAX_WAIT_PERIODS - now));
-    const timer = setTimeout(() => {
+    const timer = scheduler.schedule(() => {
       this.#timers.delete(p);
       this.#due.add(p);
       // setImmediate runs after every timer due in this loop turn, so the two halves of a

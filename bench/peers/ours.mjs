@@ -4,7 +4,9 @@
 // default `hubResources` provider). The caps are raised so that 10 000 streams or sessions from
 // one address fit (the defaults are 1000 streams, 4 per principal, 10 000 sessions); every other
 // option is the default (15 s keep-alive, 1000-frame queue, 100-frame replay buffer per session).
-import { channels, Hub, McpEndpoint, nodeHandler } from '../../dist/index.js';
+import * as lib from '../../dist/index.js';
+
+const { channels, Hub, McpEndpoint, nodeHandler } = lib;
 
 export const name = 'mcp-rx-streams';
 export const description = 'McpEndpoint + nodeHandler (dist/)';
@@ -17,6 +19,7 @@ export async function create() {
     maxStreams: 1_000_000,
     maxListensPerPrincipal: 1_000_000,
     maxSessions: 1_000_000,
+    maxSessionsPerPrincipal: 1_000_000,
   });
   let drops = 0;
   const onDrop = () => drops++;
@@ -27,6 +30,8 @@ export async function create() {
     publishMarker: () => hub.notifyToolsChanged(),
     registry: () => ({ ...hub.size, ...endpoint.stats }),
     drops: () => drops,
+    // Notifications coalesced in slow consumers' queues since the start (process-wide telemetry).
+    coalesced: () => lib.queueTotals?.().coalesced ?? 0,
     close() {
       channels.drop.unsubscribe(onDrop);
       endpoint.close();

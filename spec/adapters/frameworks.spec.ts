@@ -4,7 +4,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import { test } from 'uvu';
 import { nodeHandler } from '../../adapters/node.js';
-import { McpEndpoint } from '../../lib/endpoint.js';
+import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
 import { Hub } from '../../lib/hub.js';
 import { eventually, listenBody, post, SseConnection } from '../helpers/http.js';
 

@@ -10,7 +10,8 @@ import { Hono } from 'hono';
 import { test } from 'uvu';
 import { MissingClientAddressError, webHandler } from '../../adapters/web.js';
 import { mcpApp } from '../../examples/hono.js';
-import { McpEndpoint, type McpEndpointOptions } from '../../lib/endpoint.js';
+import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
 import { Hub } from '../../lib/hub.js';
 import { ArrivingText, eventually, LISTEN_HEADERS, listenBody } from '../helpers/http.js';
 

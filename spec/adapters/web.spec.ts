@@ -1,7 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import { MissingClientAddressError, webHandler, type WebConnectionInfo, type WebHandlerOptions } from '../../adapters/web.js';
-import { McpEndpoint, type McpEndpointOptions } from '../../lib/endpoint.js';
+import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
+import { McpRxError } from '../../lib/errors.js';
 import { Hub } from '../../lib/hub.js';
 import { channels, type DropEvent, type StopEvent } from '../../lib/telemetry.js';
 import { eventually, LISTEN_HEADERS, listenBody } from '../helpers/http.js';
@@ -431,7 +433,7 @@ test('without a client address an anonymous endpoint refuses every call (Missing
         (e: unknown) => e,
       );
       assert.ok(error instanceof MissingClientAddressError, String(error));
-      assert.ok(error instanceof TypeError);
+      assert.ok(error instanceof McpRxError);
       assert.equal(error.code, 'ERR_MCP_RX_NO_CLIENT_ADDRESS');
       assert.equal(error.name, 'MissingClientAddressError');
       assert.deepEqual(error.info, { url: URL });

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpEndpoint, type McpEndpointOptions } from '../../lib/endpoint.js';
+import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
 import { Hub } from '../../lib/hub.js';
 import { nodeHandler } from '../../adapters/node.js';
 

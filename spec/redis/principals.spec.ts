@@ -3,7 +3,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import { RedisPrincipalCap } from '../../adapters/redis/principals.js';
-import type { EndpointRequest } from '../../lib/endpoint.js';
+import type { EndpointRequest } from '../../lib/context.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
 import { redisForSuite } from '../helpers/redis.js';

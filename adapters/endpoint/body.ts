@@ -1,0 +1,72 @@
+import { type SchedulerLike, timer } from 'rxjs';
+import type { EndpointRequest } from '../../lib/context.js';
+import { HttpError } from '../../lib/httpError.js';
+import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
+
+/**
+ * Reads a request body as JSON: a body a framework already parsed is taken as is; a raw one must
+ * fit in `limit` bytes and, when streamed, arrive within `timeoutMs` milliseconds.
+ * @param contentLength the `Content-Length` header: a larger declared body is refused unread.
+ * @param limit the largest body, in bytes (the endpoint's `maxBodyBytes`).
+ * @param timeoutMs milliseconds a streamed body may take (the endpoint's `bodyTimeout`).
+ * @param scheduler where the deadline's time comes from.
+ * @throws HttpError 413 past `limit`, 408 past `timeoutMs` (with `Connection: close`), 400
+ *   (`-32700`) for a body that is not JSON.
+ * @internal
+ */
+export async function readJson(
+  body: EndpointRequest['body'],
+  contentLength: string | undefined,
+  limit: number,
+  timeoutMs: number,
+  scheduler: SchedulerLike,
+): Promise<unknown> {
+  if (body !== undefined && typeof body === 'object' && 'parsed' in body) return body.parsed;
+  const tooLarge = () => new HttpError(413, new JsonRpcError(ErrorCode.InvalidRequest, `request body exceeds ${limit} bytes`));
+  if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge();
+  let text: string;
+  if (body === undefined) text = '';
+  else if (typeof body === 'string') text = body;
+  else if (body instanceof Uint8Array) text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  else text = await readStream(body, limit, tooLarge, timeoutMs, scheduler);
+  if (Buffer.byteLength(text) > limit) throw tooLarge();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, new JsonRpcError(ErrorCode.ParseError, 'parse error: the body is not valid JSON'));
+  }
+}
+
+/** Reads a streamed body within `limit` bytes and `timeoutMs` milliseconds (408 past it, and the connection closes). */
+async function readStream(
+  body: AsyncIterable<Uint8Array>,
+  limit: number,
+  tooLarge: () => HttpError,
+  timeoutMs: number,
+  scheduler: SchedulerLike,
+): Promise<string> {
+  const iterator = body[Symbol.asyncIterator]();
+  let expire: (error: HttpError) => void = () => {};
+  const expired = new Promise<never>((_, reject) => (expire = reject));
+  const deadline = timer(timeoutMs, scheduler).subscribe(() =>
+    expire(new HttpError(408, new JsonRpcError(ErrorCode.InvalidRequest, `the request body did not arrive within ${timeoutMs} ms`), { Connection: 'close' })),
+  );
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), expired]);
+      if (next.done === true) break;
+      size += next.value.byteLength;
+      if (size > limit) throw tooLarge();
+      chunks.push(next.value);
+    }
+  } catch (error) {
+    // Stop reading what is left of a refused body.
+    void Promise.resolve(iterator.return?.()).catch(() => {});
+    throw error;
+  } finally {
+    deadline.unsubscribe();
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,370 @@
+import type { SchedulerLike } from 'rxjs';
+import { Broadcast } from '../../lib/broadcast.js';
+import { anonymous, AuthError, type AuthInfo } from '../../lib/auth.js';
+import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/context.js';
+import type { ServerCapabilities } from '../../lib/filter.js';
+import { HttpError } from '../../lib/httpError.js';
+import type { Hub } from '../../lib/hub.js';
+import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
+import type { ListenOptions } from '../../lib/options.js';
+import { PrincipalRegistry, type PrincipalCap } from '../../lib/principals.js';
+import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, RECOGNIZED_LEGACY_VERSIONS } from '../../lib/protocol.js';
+import { ReplayBuffer } from '../../lib/replayBuffer.js';
+import { hubResources } from '../../lib/resources.js';
+import { MemorySessionStore } from '../../lib/session.js';
+import { StreamSlots } from '../../lib/slots.js';
+import { reportError } from '../../lib/telemetry.js';
+import { readJson } from './body.js';
+import { discoverResult } from './discover.js';
+import { type Envelope, parseEnvelope } from './envelope.js';
+import type { LiveSession } from './legacy/liveSession.js';
+import { LegacySessions, type SessionStats } from './legacy/sessions.js';
+import { ListenStreams } from './listen.js';
+import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
+import { acceptsEventStream, type EndpointResponse, json, jsonError, SSE_HEADERS } from './responses.js';
+
+/** Counts of what an endpoint holds now (for leak checks and metrics). */
+export interface EndpointStats {
+  /** Open listen streams. */
+  readonly streams: number;
+  /** Slots held in the (possibly shared) pool. */
+  readonly slots: number;
+  /** Principals with at least one live stream. */
+  readonly principals: number;
+  /** Legacy sessions held on this node (live, or in their grace period, or idle until evicted). */
+  readonly sessions: number;
+  /** Live change-source subscriptions of legacy sessions (resource URIs, and one per session for list changes). */
+  readonly sessionSubscriptions: number;
+}
+
+const NO_SESSIONS: SessionStats = Object.freeze({ sessions: 0, streams: 0, subscriptions: 0 });
+
+/**
+ * The transport-neutral MCP endpoint (modern era, protocol revision 2026-07-28): one code path
+ * that every adapter (node:http, Fetch API) drives.
+ *
+ * `handle` turns a request into a response description: a JSON answer, or an SSE stream that the
+ * adapter subscribes to with its socket's demand. It serves `subscriptions/listen` (DESIGN
+ * M1–M14) and the JSON-RPC methods it is given; it applies the server-wide and per-principal
+ * caps. An HTTP 500 never comes out of it: every failure is a documented status and JSON-RPC error.
+ *
+ * @example
+ * const endpoint = new McpEndpoint({ hub, capabilities: { resources: true }, keepAliveInterval: 10_000 });
+ * http.createServer(nodeHandler(endpoint)).listen(3000);
+ * @see nodeHandler
+ * @see webHandler
+ */
+export class McpEndpoint {
+  /** Where notifications come from (the `hub` option). */
+  readonly hub: Hub;
+  /** The server-wide stream slots (the `slots` option, or a pool of `maxStreams`). */
+  readonly slots: StreamSlots;
+  /** The per-principal cap streams are admitted through (the `principals` option, or a registry of `maxListensPerPrincipal`). */
+  readonly principals: PrincipalCap;
+  /** The listen options with their defaults filled in (durations in milliseconds). */
+  readonly listenOptions: Readonly<ListenOptions>;
+  /** What the server advertises; a listen honours only these. */
+  readonly capabilities: ServerCapabilities;
+  /** Largest accepted request body, in bytes (see {@link McpEndpointOptions.maxBodyBytes}). */
+  readonly maxBodyBytes: number;
+  /** Milliseconds a request body may take to arrive (see {@link McpEndpointOptions.bodyTimeout}). */
+  readonly bodyTimeout: number;
+  readonly #options: McpEndpointOptions;
+  readonly #legacy: LegacySessions | undefined;
+  readonly #allowDelete: boolean;
+  readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  readonly #scheduler: SchedulerLike;
+  readonly #listens: ListenStreams;
+  /** The built-in `server/discover` result (see {@link McpEndpointOptions}). */
+  readonly #discover: Readonly<Record<string, unknown>>;
+  // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
+  readonly #shutdown = new Broadcast<void>();
+  #closed = false;
+
+  constructor(options: McpEndpointOptions) {
+    const resolved = resolveEndpointOptions(options);
+    const { listenOptions, limits, sessionOptions, serverInfo, extraCapabilities } = resolved;
+    this.listenOptions = listenOptions;
+    this.hub = options.hub;
+    this.slots = options.slots ?? new StreamSlots(limits.maxStreams);
+    this.principals = options.principals ?? new PrincipalRegistry(limits.maxListensPerPrincipal);
+    this.capabilities = resolved.capabilities;
+    this.maxBodyBytes = resolved.maxBodyBytes;
+    this.bodyTimeout = resolved.bodyTimeout;
+    this.#scheduler = resolved.scheduler;
+    this.#options = options;
+    this.#hostCheck = resolved.hostCheck;
+    this.#allowDelete = sessionOptions.allowClientSessionDelete;
+    const { canRead } = options;
+    this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
+    this.#listens = new ListenStreams({
+      hub: this.hub,
+      slots: this.slots,
+      principals: this.principals,
+      options: listenOptions,
+      capabilities: this.capabilities,
+      canRead,
+      subscribeHook: options.subscribeHook,
+      shutdown$: this.#shutdown,
+      scheduler: this.#scheduler,
+    });
+    this.#legacy =
+      options.legacy === false
+        ? undefined
+        : new LegacySessions({
+            hub: this.hub,
+            store: options.sessionStore ?? new MemorySessionStore(),
+            providers: options.resourceProviders ?? [hubResources(this.hub, canRead === undefined ? {} : { canRead })],
+            options: sessionOptions,
+            capabilities: this.capabilities,
+            extraCapabilities,
+            serverInfo,
+            instructions: options.instructions,
+            keepAliveInterval: listenOptions.keepAliveInterval,
+            maxQueue: listenOptions.listenMaxQueue,
+            maxQueueBytes: listenOptions.listenMaxQueueBytes,
+            maxStreamLifetime: listenOptions.maxStreamLifetime,
+            slots: this.slots,
+            principals: this.principals,
+            scheduler: this.#scheduler,
+            eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
+            bus: options.sessionBus,
+          });
+  }
+
+  /**
+   * True when callers are identified by the `authenticate` option; false when they are anonymous
+   * and told apart by `EndpointRequest.remoteAddress` alone (which an adapter must then supply).
+   */
+  get authenticates(): boolean {
+    return this.#options.authenticate !== undefined;
+  }
+
+  /** What the endpoint holds now. */
+  get stats(): EndpointStats {
+    const legacy = this.#legacy?.stats ?? NO_SESSIONS;
+    return {
+      streams: this.#listens.size + legacy.streams,
+      slots: this.slots.inUse,
+      principals: this.principals.size,
+      sessions: legacy.sessions,
+      sessionSubscriptions: legacy.subscriptions,
+    };
+  }
+
+  /**
+   * Closes every open stream gracefully (closing frames with reason `shutdown`) and answers later
+   * listens with 503. Idempotent.
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#listens.close();
+    this.#shutdown.next();
+    this.#shutdown.complete();
+    this.#legacy?.close();
+  }
+
+  /**
+   * Runs the legacy prune sweep now (it also runs every `sessionPruneInterval`): sessions idle
+   * past `sessionIdleTimeout` are evicted with their streams and subscriptions.
+   */
+  async pruneSessions(): Promise<void> {
+    await this.#legacy?.prune();
+  }
+
+  /**
+   * Answers one HTTP request.
+   * @param request the adapter's view of the request.
+   * @returns a description the adapter writes; never rejects.
+   */
+  async handle(request: EndpointRequest): Promise<EndpointResponse> {
+    try {
+      return await this.#handle(request);
+    } catch (error) {
+      if (error instanceof HttpError) return jsonError(error.status, error.id, error.rpc, error.headers);
+      // An HTTP 500 is a bug: answer the JSON-RPC internal error instead, keep the process up, and
+      // report it on channels.error.
+      reportError('endpoint', error);
+      return jsonError(200, null, new JsonRpcError(ErrorCode.InternalError, 'internal error'));
+    }
+  }
+
+  async #handle(request: EndpointRequest): Promise<EndpointResponse> {
+    // DNS rebinding: a foreign Host or Origin is refused before anything else.
+    const refused = this.#hostCheck?.(request);
+    if (refused !== undefined) return jsonError(403, null, new JsonRpcError(ErrorCode.InvalidRequest, refused));
+    const legacy = this.#legacy;
+    // MCP 2025-06-18 (transports): "If the server receives a request with an invalid or unsupported
+    // MCP-Protocol-Version, it MUST respond with 400 Bad Request." Judged before anything else.
+    // Earlier published revisions are recognized (a session negotiated from one runs at the newest
+    // legacy revision, as `initialize` answers); a string that names no revision is refused.
+    const asked = request.header('mcp-protocol-version');
+    if (asked !== undefined && asked !== MODERN_PROTOCOL_VERSION && (legacy === undefined || !RECOGNIZED_LEGACY_VERSIONS.includes(asked))) {
+      const spoken = legacy === undefined ? [MODERN_PROTOCOL_VERSION] : [MODERN_PROTOCOL_VERSION, ...LEGACY_PROTOCOL_VERSIONS];
+      // The 2026-07-28 code and data, which the official client reads to retry at a spoken revision.
+      return jsonError(
+        400,
+        null,
+        new JsonRpcError(
+          ErrorCode.UnsupportedProtocolVersion,
+          `unsupported MCP-Protocol-Version ${JSON.stringify(asked)}; this server supports ${spoken.join(', ')}`,
+          { supported: spoken, requested: asked },
+        ),
+      );
+    }
+    const sessionId = request.header('mcp-session-id');
+    if (legacy !== undefined && sessionId !== undefined) return this.#session(legacy, sessionId, request);
+    if (request.method !== 'POST') {
+      if (legacy !== undefined && (request.method === 'GET' || request.method === 'DELETE')) {
+        return jsonError(400, null, missingSession());
+      }
+      const allow = legacy === undefined ? 'POST' : this.#allowDelete ? 'POST, GET, DELETE' : 'POST, GET';
+      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use ${allow}`), { Allow: allow });
+    }
+    const auth = await this.#authenticate(request);
+    const message = parseEnvelope(await this.#readBody(request));
+    if (legacy !== undefined && message.method === 'initialize') {
+      if (message.id === undefined) return { kind: 'empty', status: 202, headers: {} };
+      try {
+        // An `initialize` of `methods` answers first, so that a throw from it opens no session.
+        const own = this.#own('initialize');
+        const answer = own === undefined ? undefined : await callOwn(own, 'initialize', message.params, { auth, request });
+        const { id, result } = await legacy.initialize(message.params, auth);
+        const sent = answer === undefined ? result : { ...(answer as object), protocolVersion: (result as { protocolVersion: string }).protocolVersion };
+        return json(200, { jsonrpc: '2.0', id: message.id, result: sent }, { 'Mcp-Session-Id': id });
+      } catch (error) {
+        if (error instanceof JsonRpcError) return jsonError(200, message.id, error);
+        if (error instanceof HttpError) return jsonError(error.status, message.id, error.rpc, error.headers);
+        throw error;
+      }
+    }
+    const version = request.header('mcp-protocol-version');
+    if (legacy !== undefined && version !== undefined && version !== MODERN_PROTOCOL_VERSION) {
+      // A legacy client's request outside any session.
+      throw new HttpError(400, missingSession(), {}, message.id ?? null);
+    }
+    if (message.id === undefined) return { kind: 'empty', status: 202, headers: {} };
+    const context: RequestContext = { auth, request };
+    if (message.method === 'subscriptions/listen') return this.#listens.listen(message.id, message.params, request, context);
+    return this.#call(message.id, message.method, message.params, context);
+  }
+
+  /** A request inside a legacy session (DESIGN L1–L10): POST, GET (the stream) or DELETE. */
+  async #session(legacy: LegacySessions, sessionId: string, request: EndpointRequest): Promise<EndpointResponse> {
+    if (request.method !== 'POST' && request.method !== 'GET' && request.method !== 'DELETE') {
+      const allow = this.#allowDelete ? 'POST, GET, DELETE' : 'POST, GET';
+      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${request.method} is not allowed; use ${allow}`), { Allow: allow });
+    }
+    if (request.method === 'DELETE' && !this.#allowDelete) {
+      return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, 'this server does not let clients end sessions'), { Allow: 'POST, GET' });
+    }
+    const auth = await this.#authenticate(request);
+    const session = await legacy.resolve(sessionId, auth);
+    const context: RequestContext = { auth, request, session: { id: session.id, protocolVersion: session.protocolVersion } };
+    switch (request.method) {
+      case 'DELETE':
+        await legacy.end(session);
+        return { kind: 'empty', status: 204, headers: {} };
+      case 'GET':
+        return this.#sessionStream(legacy, session, request, context);
+    }
+    const message = parseEnvelope(await this.#readBody(request));
+    if (message.id === undefined) return { kind: 'empty', status: 202, headers: {} };
+    const { id, method, params } = message;
+    try {
+      switch (method) {
+        case 'initialize':
+          throw new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized');
+        case 'subscriptions/listen':
+          throw new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method} (legacy sessions use resources/subscribe)`);
+        case 'resources/subscribe':
+          return json(200, { jsonrpc: '2.0', id, result: await legacy.subscribe(session, params, context) });
+        case 'resources/unsubscribe':
+          return json(200, { jsonrpc: '2.0', id, result: await legacy.unsubscribe(session, params) });
+      }
+    } catch (error) {
+      if (error instanceof JsonRpcError) return jsonError(200, id, error);
+      return jsonError(200, id, new JsonRpcError(ErrorCode.InternalError, `${method} failed`));
+    }
+    // Streamable HTTP (2025-06-18 / 2025-11-25) answers JSON-RPC errors with HTTP 200.
+    return this.#call(id, method, params, context, 200);
+  }
+
+  #sessionStream(legacy: LegacySessions, session: LiveSession, request: EndpointRequest, context: RequestContext): EndpointResponse {
+    if (!acceptsEventStream(request.header('accept'))) {
+      return jsonError(406, null, new JsonRpcError(ErrorCode.InvalidRequest, 'the GET stream requires Accept: text/event-stream'));
+    }
+    const stream = legacy.stream(session, request.header('last-event-id'), context, this.#shutdown);
+    if (stream === undefined) {
+      return jsonError(503, null, new JsonRpcError(ErrorCode.ServerBusy, this.#closed ? 'server is shutting down' : 'server is at its stream capacity (maxStreams); retry later'));
+    }
+    return { kind: 'stream', status: 200, headers: SSE_HEADERS, ...stream };
+  }
+
+  /** A plain JSON-RPC method from the `methods` option. */
+  async #call(
+    id: JsonRpcId,
+    method: string,
+    params: Envelope['params'],
+    context: RequestContext,
+    notFoundStatus = 404,
+  ): Promise<EndpointResponse> {
+    const handler = this.#own(method);
+    if (handler === undefined) {
+      // 2026-07-28: a client's first request; a legacy session has no use for it.
+      if (method === 'server/discover' && context.session === undefined) return json(200, { jsonrpc: '2.0', id, result: this.#discover });
+      return jsonError(notFoundStatus, id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method}`));
+    }
+    try {
+      return json(200, { jsonrpc: '2.0', id, result: await callOwn(handler, method, params, context) });
+    } catch (error) {
+      if (error instanceof JsonRpcError) return jsonError(200, id, error);
+      if (error instanceof HttpError) return jsonError(error.status, id, error.rpc, error.headers);
+      throw error;
+    }
+  }
+
+  /** The handler `methods` gives for `method` (own entries only: never `toString` or `__proto__`). */
+  #own(method: string): MethodHandler | undefined {
+    const methods = this.#options.methods;
+    return methods !== undefined && Object.hasOwn(methods, method) ? methods[method] : undefined;
+  }
+
+  #readBody(request: EndpointRequest): Promise<unknown> {
+    return readJson(request.body, request.header('content-length'), this.maxBodyBytes, this.bodyTimeout, this.#scheduler);
+  }
+
+  async #authenticate(request: EndpointRequest): Promise<AuthInfo> {
+    const authenticate = this.#options.authenticate;
+    if (authenticate === undefined) return anonymous(request.remoteAddress);
+    try {
+      const auth = await authenticate(request);
+      // "Never expires" written as Infinity is no expiry; any other non-finite expiry fails closed.
+      if (auth.expiresAt === Number.POSITIVE_INFINITY) return { principal: auth.principal, scopes: auth.scopes };
+      if (auth.expiresAt !== undefined && !Number.isFinite(auth.expiresAt)) return { ...auth, expiresAt: 0 };
+      return auth;
+    } catch (error) {
+      if (error instanceof AuthError) {
+        throw new HttpError(401, new JsonRpcError(ErrorCode.InvalidRequest, `unauthorized: ${error.message}`), {
+          'WWW-Authenticate': error.challenge,
+        });
+      }
+      throw error;
+    }
+  }
+}
+
+/** Runs a handler of `methods`: its result (`{}` for none), or its JSON-RPC or HTTP error; any other throw is `-32603` "<method> failed". */
+async function callOwn(handler: MethodHandler, method: string, params: Envelope['params'], context: RequestContext): Promise<unknown> {
+  try {
+    return (await handler(params, context)) ?? {};
+  } catch (error) {
+    if (error instanceof JsonRpcError || error instanceof HttpError) throw error;
+    throw new JsonRpcError(ErrorCode.InternalError, `${method} failed`);
+  }
+}
+
+function missingSession(): JsonRpcError {
+  return new JsonRpcError(ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required (send initialize first)');
+}

@@ -1,0 +1,57 @@
+import type { EndpointRequest } from '../../lib/context.js';
+import { InvalidOptionError } from '../../lib/errors.js';
+
+/**
+ * The accepted `Host` names of a server bound to a loopback address: `localhost`, `127.0.0.1`
+ * and `[::1]`, on any port. Use as `allowedHosts` and `allowedOrigins` to refuse DNS-rebinding
+ * requests.
+ */
+export const localhostHosts: readonly string[] = Object.freeze(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Builds the DNS-rebinding check of the `allowedHosts` / `allowedOrigins` options: a function
+ * that returns the refusal message for a request with a foreign `Host` or `Origin`, `undefined`
+ * for an accepted one. No check at all (`undefined`) when neither option is given.
+ * @throws InvalidOptionError naming the option when a list is not an array of non-empty strings.
+ * @internal
+ */
+export function hostCheck(
+  allowedHosts: readonly string[] | undefined,
+  allowedOrigins: readonly string[] | undefined,
+): ((request: EndpointRequest) => string | undefined) | undefined {
+  for (const [name, list] of [['allowedHosts', allowedHosts], ['allowedOrigins', allowedOrigins]] as const) {
+    if (list !== undefined && (!Array.isArray(list) || !list.every((entry) => typeof entry === 'string' && entry !== ''))) {
+      throw new InvalidOptionError(name, 'an array of non-empty strings', list);
+    }
+  }
+  if (allowedHosts === undefined && allowedOrigins === undefined) return undefined;
+  const hosts = allowedHosts?.map((entry) => entry.toLowerCase());
+  const origins = allowedOrigins?.map((entry) => entry.toLowerCase());
+  return (request) => {
+    if (hosts !== undefined) {
+      const host = request.header('host')?.toLowerCase();
+      if (host === undefined || !hosts.some((entry) => entry === host || entry === hostName(host))) {
+        return `forbidden: Host ${JSON.stringify(host ?? '')} is not allowed`;
+      }
+    }
+    const origin = request.header('origin')?.toLowerCase();
+    if (origins !== undefined && origin !== undefined) {
+      let name: string | undefined;
+      try {
+        name = new URL(origin).host;
+      } catch {
+        name = undefined;
+      }
+      if (!origins.some((entry) => entry === origin || (name !== undefined && (entry === name || entry === hostName(name))))) {
+        return `forbidden: Origin ${JSON.stringify(origin)} is not allowed`;
+      }
+    }
+    return undefined;
+  };
+}
+
+/** `host:port` → `host`; `[::1]:80` → `[::1]`. */
+function hostName(host: string): string {
+  const match = /^(\[[^\]]*\]|[^:]*)(?::\d*)?$/.exec(host);
+  return match === null ? host : match[1]!;
+}

@@ -1,0 +1,274 @@
+import { randomUUID } from 'node:crypto';
+import { type Observable, type Subscription, timer } from 'rxjs';
+import type { AuthInfo } from '../../../lib/auth.js';
+import type { RequestContext } from '../../../lib/context.js';
+import type { Frame } from '../../../lib/frame.js';
+import { HttpError } from '../../../lib/httpError.js';
+import { ErrorCode, JsonRpcError } from '../../../lib/jsonrpc.js';
+import { LEGACY_PROTOCOL_VERSIONS, NEWEST_LEGACY_PROTOCOL_VERSION } from '../../../lib/protocol.js';
+import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
+import { reportError } from '../../../lib/telemetry.js';
+import { initializeResult } from '../discover.js';
+import { openGetStream, type StreamOwner } from './getStream.js';
+import { endStream, LiveSession, sleep } from './liveSession.js';
+import type { LegacySessionsInit } from './sessionOptions.js';
+import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
+
+/** Counts of what the legacy sessions hold on this node (for leak checks and metrics). */
+export interface SessionStats {
+  /** Sessions known on this node (live or within their grace period). */
+  readonly sessions: number;
+  /** Open GET streams. */
+  readonly streams: number;
+  /** Live resource subscriptions (change sources subscribed). */
+  readonly subscriptions: number;
+}
+
+/**
+ * The legacy era of an endpoint (DESIGN L1–L10): sessions, their GET SSE stream with event ids
+ * and replay, and `resources/subscribe`. The endpoint routes to it; it is not used on its own.
+ * @internal
+ */
+export class LegacySessions {
+  readonly #init: LegacySessionsInit;
+  readonly #sessions = new Map<string, LiveSession>();
+  // The sessions of each principal on this node, for maxSessionsPerPrincipal.
+  readonly #byPrincipal = new Map<string, Set<LiveSession>>();
+  #prune: Subscription | undefined;
+  #closed = false;
+
+  readonly #disconnect: (() => void) | undefined;
+  readonly #owner: StreamOwner;
+
+  constructor(init: LegacySessionsInit) {
+    this.#init = init;
+    this.#owner = { init, isClosed: () => this.#closed };
+    this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
+  }
+
+  get stats(): SessionStats {
+    let streams = 0;
+    let subscriptions = 0;
+    for (const session of this.#sessions.values()) {
+      if (session.stream !== undefined) streams++;
+      subscriptions += session.live.size + (session.listChanged === undefined ? 0 : 1);
+    }
+    return { sessions: this.#sessions.size, streams, subscriptions };
+  }
+
+  /** Answers `initialize`: a new session and the result that advertises it (DESIGN L1). */
+  async initialize(params: Readonly<Record<string, unknown>> | undefined, auth: AuthInfo): Promise<{ id: string; result: unknown }> {
+    const requested = params?.protocolVersion;
+    if (typeof requested !== 'string') {
+      throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
+    }
+    const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : NEWEST_LEGACY_PROTOCOL_VERSION;
+    // Fairness first: a principal at its own cap makes room among its own sessions, so that one
+    // client cannot fill the server-wide cap and lock every other principal out.
+    await this.#makeRoomFor(auth.principal);
+    if (this.#sessions.size >= this.#init.options.maxSessions) {
+      throw new HttpError(503, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its session capacity (maxSessions); retry later'));
+    }
+    const record: SessionRecord = {
+      id: randomUUID(),
+      principal: auth.principal,
+      protocolVersion,
+      subscriptions: [],
+      lastActivity: this.#init.scheduler.now(),
+    };
+    await this.#init.store.create(record);
+    this.#adopt(record);
+    const { capabilities, extraCapabilities, serverInfo, instructions } = this.#init;
+    return { id: record.id, result: initializeResult(protocolVersion, capabilities, extraCapabilities, serverInfo, instructions) };
+  }
+
+  /** Ends `principal`'s least recently used sessions until it holds fewer than `maxSessionsPerPrincipal`. */
+  async #makeRoomFor(principal: string): Promise<void> {
+    const cap = this.#init.options.maxSessionsPerPrincipal;
+    const own = this.#byPrincipal.get(principal);
+    while (own !== undefined && own.size >= cap) {
+      let oldest: LiveSession | undefined;
+      // Insertion order breaks ties: the earlier session of equal activity goes first.
+      for (const session of own) if (oldest === undefined || session.lastActivity < oldest.lastActivity) oldest = session;
+      own.delete(oldest!);
+      await this.end(oldest!);
+    }
+  }
+
+  /**
+   * The session a request names, after checking it exists, is not idle past its timeout and
+   * belongs to the caller; counts the request as activity (DESIGN L10).
+   * @throws HttpError 404 for an unknown or evicted session, 403 for another principal's.
+   */
+  async resolve(id: string, auth: AuthInfo): Promise<LiveSession> {
+    const now = this.#init.scheduler.now();
+    let session = this.#sessions.get(id);
+    if (session === undefined || session.stream === undefined) {
+      // The record is the truth for a session whose stream is not here (another node sharing the
+      // store may have served it since).
+      const record = await this.#init.store.get(id);
+      if (record === undefined) {
+        if (session !== undefined) this.#forget(session);
+        throw notFound();
+      }
+      session = this.#sessions.get(id) ?? this.#adopt(record);
+      if (session.stream === undefined) {
+        session.uris = [...record.subscriptions];
+        session.lastActivity = record.lastActivity;
+        if (record.streamNode !== undefined && record.streamNode !== null && record.streamNode !== this.#init.bus?.nodeId) {
+          session.lastActivity = now; // a live stream elsewhere is activity
+        }
+      }
+    }
+    if (session.stream === undefined && now - session.lastActivity > this.#init.options.sessionIdleTimeout) {
+      await this.end(session);
+      throw notFound();
+    }
+    if (session.principal !== auth.principal) {
+      throw new HttpError(403, new JsonRpcError(ErrorCode.InvalidRequest, 'this session belongs to another principal'));
+    }
+    await this.#touch(session, now);
+    return session;
+  }
+
+  /**
+   * Opens the session's GET stream (DESIGN L7–L9): replaces a live one, replays after
+   * `lastEventId`, restores the persisted subscriptions at most 8 at a time.
+   * @returns the stream's `open`/`abandon` pair, or `undefined` when the server is full or closed.
+   */
+  stream(
+    session: LiveSession,
+    lastEventId: string | undefined,
+    context: RequestContext,
+    shutdown$: Observable<void>,
+  ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
+    return openGetStream(this.#owner, session, lastEventId, context, shutdown$);
+  }
+
+  /** `resources/subscribe` (DESIGN L2–L5): `{}` or a JSON-RPC error, never an HTTP error. */
+  subscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
+    return subscribe(this.#init, session, params, context);
+  }
+
+  /** `resources/unsubscribe` (DESIGN L4): `{}`, also for a URI that was never subscribed. */
+  unsubscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined): Promise<object> {
+    return unsubscribe(this.#init, session, params);
+  }
+
+  /** A command from another node of the fleet. */
+  #command(id: string, command: SessionCommand): void {
+    const session = this.#sessions.get(id);
+    if (session === undefined) return;
+    switch (command.kind) {
+      case 'claimed':
+      case 'ended':
+        // The stream (and with it the live subscriptions) is elsewhere now, or the session is gone:
+        // forget it here; a later request reads the record again.
+        this.#forget(session);
+        return;
+      case 'subscribe': {
+        if (!session.uris.includes(command.uri)) session.uris = [...session.uris, command.uri];
+        const stream = session.stream;
+        const context = session.streamContext;
+        if (stream === undefined || context === undefined) return;
+        restore(this.#init, session, command.uri, context, stream).catch((error: unknown) => reportError('source', new RestoreError(command.uri, error)));
+        return;
+      }
+      case 'unsubscribe': {
+        session.uris = session.uris.filter((kept) => kept !== command.uri);
+        const pending = session.pending.get(command.uri);
+        if (pending !== undefined) pending.reason = 'resources/unsubscribe arrived';
+        session.live.get(command.uri)?.unsubscribe();
+        session.live.delete(command.uri);
+        return;
+      }
+    }
+  }
+
+  /** Ends a session: its stream, its subscriptions and its record (DELETE, eviction). Idempotent. */
+  async end(session: LiveSession): Promise<void> {
+    if (!session.ended) this.#forget(session);
+    await this.#init.store.delete(session.id);
+    await this.#init.bus?.publish(session.id, { kind: 'ended' });
+  }
+
+  /** Ends every GET stream (server shutdown) and stops the prune sweep; sessions stay on record. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stopPrune();
+    this.#disconnect?.();
+    for (const session of this.#sessions.values()) {
+      endStream(session);
+      sleep(session);
+    }
+  }
+
+  /** One prune sweep now (it also runs every `sessionPruneInterval`): evicts idle sessions. */
+  async prune(): Promise<void> {
+    const { scheduler, store, options } = this.#init;
+    const now = scheduler.now();
+    const cutoff = now - options.sessionIdleTimeout;
+    for (const session of [...this.#sessions.values()]) {
+      if (session.stream !== undefined) {
+        await this.#touch(session, now);
+        continue;
+      }
+      // Another node sharing the store may have served the session since: judge by the record.
+      const record = await store.get(session.id);
+      if (record === undefined) {
+        this.#forget(session);
+        continue;
+      }
+      const holder = record.streamNode;
+      if (holder !== undefined && holder !== null && holder !== this.#init.bus?.nodeId) continue;
+      session.lastActivity = Math.max(session.lastActivity, record.lastActivity);
+      if (session.lastActivity < cutoff) await this.end(session);
+    }
+    for (const id of await store.idleSince(cutoff)) {
+      if (!this.#sessions.has(id)) await store.delete(id);
+    }
+  }
+
+  /** Ends what this node holds of a session (stream, subscriptions, timers); the record is left alone. */
+  #forget(session: LiveSession): void {
+    session.ended = true;
+    session.changed.next();
+    session.changed.complete();
+    sleep(session);
+    endStream(session);
+    if (this.#sessions.get(session.id) === session) this.#sessions.delete(session.id);
+    const own = this.#byPrincipal.get(session.principal);
+    if (own !== undefined && own.delete(session) && own.size === 0) this.#byPrincipal.delete(session.principal);
+    if (this.#sessions.size === 0) this.#stopPrune();
+  }
+
+  #adopt(record: SessionRecord): LiveSession {
+    const session = new LiveSession(record, this.#init.eventLog(record.id));
+    this.#sessions.set(session.id, session);
+    let own = this.#byPrincipal.get(session.principal);
+    if (own === undefined) this.#byPrincipal.set(session.principal, (own = new Set()));
+    own.add(session);
+    if (this.#prune === undefined && !this.#closed) {
+      const every = this.#init.options.sessionPruneInterval;
+      this.#prune = timer(every, every, this.#init.scheduler).subscribe(() => {
+        this.prune().catch((error: unknown) => reportError('source', error));
+      });
+    }
+    return session;
+  }
+
+  #stopPrune(): void {
+    this.#prune?.unsubscribe();
+    this.#prune = undefined;
+  }
+
+  async #touch(session: LiveSession, now: number): Promise<void> {
+    session.lastActivity = now;
+    await this.#init.store.update(session.id, { lastActivity: now });
+  }
+}
+
+function notFound(): HttpError {
+  return new HttpError(404, new JsonRpcError(ErrorCode.SessionNotFound, 'session not found: initialize a new session'));
+}

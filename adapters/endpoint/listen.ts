@@ -1,0 +1,151 @@
+import { Observable, type SchedulerLike } from 'rxjs';
+import type { AuthInfo } from '../../lib/auth.js';
+import type { EndpointRequest, RequestContext } from '../../lib/context.js';
+import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ServerCapabilities } from '../../lib/filter.js';
+import type { Frame } from '../../lib/frame.js';
+import type { Hub } from '../../lib/hub.js';
+import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
+import { listenStream } from '../../operators/listenPipeline.js';
+import type { ListenOptions } from '../../lib/options.js';
+import type { Admission, PrincipalCap } from '../../lib/principals.js';
+import type { Slot, StreamSlots } from '../../lib/slots.js';
+import { acceptsEventStream, type EndpointResponse, jsonError, SSE_HEADERS } from './responses.js';
+
+/**
+ * What the listen streams of an endpoint are built from (the endpoint's resolved options).
+ * @internal
+ */
+export interface ListenStreamsInit {
+  readonly hub: Hub;
+  readonly slots: StreamSlots;
+  readonly principals: PrincipalCap;
+  readonly options: Readonly<ListenOptions>;
+  readonly capabilities: ServerCapabilities;
+  /** The endpoint's `canRead` option. */
+  readonly canRead: ((uri: string, context: RequestContext) => boolean | Promise<boolean>) | undefined;
+  /** The endpoint's `subscribeHook` option. */
+  readonly subscribeHook: ((uri: string, context: RequestContext) => boolean | Promise<boolean>) | undefined;
+  /** Emits once when the endpoint closes: every open stream closes with reason `shutdown`. */
+  readonly shutdown$: Observable<void>;
+  readonly scheduler: SchedulerLike;
+}
+
+/**
+ * The `subscriptions/listen` streams of an endpoint (modern era, DESIGN M1–M14): admission
+ * through the server-wide slots and the per-principal cap, the filter's authorization, and the
+ * release of all of it when a stream ends. The endpoint routes to it; it is not used on its own.
+ * @internal
+ */
+export class ListenStreams {
+  readonly #init: ListenStreamsInit;
+  #streams = 0;
+  #closed = false;
+
+  constructor(init: ListenStreamsInit) {
+    this.#init = init;
+  }
+
+  /** Open listen streams. */
+  get size(): number {
+    return this.#streams;
+  }
+
+  /** Later listens get 503 (the open ones are closed by `shutdown$`). */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /** Answers a `subscriptions/listen` request: a stream, or the JSON-RPC error that refuses it (406, 503, -32602…). */
+  async listen(
+    id: JsonRpcId,
+    params: Readonly<Record<string, unknown>> | undefined,
+    request: EndpointRequest,
+    context: RequestContext,
+  ): Promise<EndpointResponse> {
+    // M1: a listen has no JSON form.
+    if (!acceptsEventStream(request.header('accept'))) {
+      return jsonError(406, id, new JsonRpcError(ErrorCode.InvalidRequest, 'subscriptions/listen requires Accept: text/event-stream'));
+    }
+    let filter;
+    try {
+      filter = parseListenFilter(params, this.#init.capabilities);
+    } catch (error) {
+      // 2026-07-28: a missing required client capability (-32021) is answered with HTTP 400 Bad Request.
+      if (error instanceof JsonRpcError) return jsonError(error.code === ErrorCode.MissingRequiredExtension ? 400 : 200, id, error);
+      throw error;
+    }
+    // M9: a full server is a capacity problem, answered before anyone is superseded.
+    const slot = this.#closed ? undefined : this.#init.slots.tryAcquire();
+    if (slot === undefined) {
+      return jsonError(503, id, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
+    }
+    let authorized;
+    try {
+      const { canRead, subscribeHook } = this.#init;
+      authorized = await authorizeListenFilter(filter, {
+        canRead: canRead && ((uri) => canRead(uri, context)),
+        subscribeHook: subscribeHook && ((uri) => subscribeHook(uri, context)),
+      });
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
+    return this.#listenResponse(id, authorized, context.auth, slot);
+  }
+
+  readonly #closeStream = () => {
+    this.#streams--;
+  };
+
+  // Apart from listen() so that an open stream's closures hold only what the stream needs, not the
+  // request, its body and its context (times 10 000 idle streams).
+  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, slot: Slot): EndpointResponse {
+    const { principal, expiresAt, scopes } = auth;
+    const open = (demand$: Observable<boolean>) =>
+      new Observable<Frame>((subscriber) => {
+        const { principals, hub, options, shutdown$, scheduler } = this.#init;
+        const admission = principals.admit(principal);
+        let stream: Observable<Frame>;
+        try {
+          stream = listenStream({
+            requestId: id,
+            filter,
+            hub,
+            options,
+            expiresAt,
+            supersede$: admission.superseded$,
+            shutdown$,
+            demand$,
+            scheduler,
+            scopes,
+          });
+        } catch (error) {
+          // Nothing was opened: give back what was taken, then fail the subscription.
+          admission.release();
+          slot.release();
+          throw error;
+        }
+        this.#streams++;
+        stream.subscribe(subscriber);
+        // Released after the stream's own teardown (added after it subscribed), as `finalize` would;
+        // an object rather than a closure, so that an open stream holds none of this scope.
+        return new StreamRelease(this.#closeStream, admission, slot);
+      });
+    return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon: () => slot.release() };
+  }
+}
+
+/** What an open listen stream gives back when it ends, whatever the reason. */
+class StreamRelease {
+  constructor(
+    private readonly onClose: () => void,
+    private readonly admission: Admission,
+    private readonly slot: Slot,
+  ) {}
+
+  unsubscribe(): void {
+    this.onClose();
+    this.admission.release();
+    this.slot.release();
+  }
+}

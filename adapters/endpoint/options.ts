@@ -1,0 +1,212 @@
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import type { AuthError, AuthInfo } from '../../lib/auth.js';
+import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/context.js';
+import { InvalidOptionError } from '../../lib/errors.js';
+import type { ServerCapabilities } from '../../lib/filter.js';
+import type { Hub } from '../../lib/hub.js';
+import { milliseconds, positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
+import type { PrincipalCap, PrincipalRegistry } from '../../lib/principals.js';
+import type { ServerInfo } from '../../lib/protocol.js';
+import type { EventLog } from '../../lib/replayBuffer.js';
+import type { hubResources, ResourceProvider } from '../../lib/resources.js';
+import type { MemorySessionStore, SessionBus, SessionStore } from '../../lib/session.js';
+import type { StreamSlots } from '../../lib/slots.js';
+import { DEFAULT_SERVER_INFO } from './discover.js';
+import { hostCheck, type localhostHosts } from './hostCheck.js';
+import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOptions.js';
+
+/**
+ * Options of {@link McpEndpoint}. Every number is validated at construction (DESIGN M13).
+ *
+ * A bare endpoint speaks to the official clients with no extra code: it answers `server/discover`
+ * (2026-07-28, the first request of `@modelcontextprotocol/client` 2.x) and `initialize` (legacy,
+ * `@modelcontextprotocol/sdk` 1.x) from `serverInfo`, `capabilities` (each advertised with
+ * `listChanged`, resources also with `subscribe`), `extraCapabilities` and `instructions`;
+ * `server/discover` offers `supportedVersions: ["2026-07-28"]`, `initialize` agrees on 2025-11-25 or
+ * 2025-06-18. An entry in `methods` of the same name overrides either answer: a `server/discover`
+ * handler's result is sent instead of the built-in one; an `initialize` handler's result is sent
+ * as the `initialize` result (its `protocolVersion` set to the revision the session runs at),
+ * while the endpoint still opens the session (`Mcp-Session-Id`); a throw from it opens none.
+ *
+ * @example
+ * // Built in: discover and initialize advertise tools and resources, with this server info.
+ * new McpEndpoint({ hub, capabilities: { tools: true, resources: true }, serverInfo: { name: 'files', version: '1.2.0' } });
+ * // Overridden: this server's own discover result (2026-07-28 results must say resultType "complete").
+ * new McpEndpoint({
+ *   hub,
+ *   methods: {
+ *     'server/discover': () => ({
+ *       resultType: 'complete', ttlMs: 60_000, cacheScope: 'public',
+ *       supportedVersions: ['2026-07-28'], capabilities: { resources: { subscribe: true, listChanged: true } },
+ *     }),
+ *   },
+ * });
+ */
+export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
+  /** Where notifications come from. */
+  readonly hub: Hub;
+  /** What the server advertises; a listen honours only these. Defaults to tools, prompts and resources. */
+  readonly capabilities?: ServerCapabilities;
+  /** Identifies the caller; throw {@link AuthError} to answer 401. Defaults to anonymous callers bucketed by address. */
+  readonly authenticate?: (request: EndpointRequest) => AuthInfo | Promise<AuthInfo>;
+  /** The read-scope check for resource URIs (the same one `resources/read` uses). Defaults to allowing all. */
+  readonly canRead?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
+  /** Optional per-URI subscribe hook run after `canRead`; false or a throw drops the URI silently. */
+  readonly subscribeHook?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
+  /**
+   * Other JSON-RPC methods, answered with a single JSON response. An entry named `server/discover`
+   * or `initialize` overrides the built-in answer (see {@link McpEndpointOptions}).
+   */
+  readonly methods?: Readonly<Record<string, MethodHandler>>;
+  /** The per-principal cap to admit listens through (e.g. a cluster-wide one); defaults to a {@link PrincipalRegistry} of `maxListensPerPrincipal`. */
+  readonly principals?: PrincipalCap;
+  /** A shared server-wide slot pool (e.g. also used by streamed `tools/call`); defaults to a pool of `maxStreams`. */
+  readonly slots?: StreamSlots;
+  /** Largest accepted request body, in bytes; larger ones get HTTP 413. Defaults to 1 048 576 (1 MiB). */
+  readonly maxBodyBytes?: number;
+  /** Where time comes from; defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+  /**
+   * Milliseconds a client gets to send a whole request body; slower ones get HTTP 408 and the
+   * connection is closed, so a client that trickles bytes cannot hold the server. Defaults to 10 000.
+   */
+  readonly bodyTimeout?: number;
+  /**
+   * DNS-rebinding protection (for servers bound to localhost): the accepted `Host` header values.
+   * An entry without a port (`localhost`) accepts any port. Any other Host gets HTTP 403 before
+   * anything else is looked at. Default: no check (see {@link localhostHosts}).
+   */
+  readonly allowedHosts?: readonly string[];
+  /**
+   * The accepted `Origin` header values: an entry with a scheme (`https://app.example`) matches
+   * exactly, one without (`localhost`) matches that host name on any scheme and port. A request
+   * with another Origin gets HTTP 403; one without Origin (not a browser) passes. Default: no check.
+   */
+  readonly allowedOrigins?: readonly string[];
+  /** Serve the legacy era (2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
+  readonly legacy?: boolean;
+  /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
+  readonly sessionStore?: SessionStore;
+  /**
+   * The event log (ids and replay buffer) of a legacy session; defaults to a new
+   * `ReplayBuffer(replayBufferSize)` per session. A fleet passes a shared log (Redis), so that a
+   * reconnect served by another node replays what its client missed.
+   */
+  readonly eventLog?: (sessionId: string) => EventLog;
+  /** Relays session commands between the nodes of a fleet (with a shared `sessionStore` and `eventLog`); default none. */
+  readonly sessionBus?: SessionBus;
+  /**
+   * Who serves legacy `resources/subscribe`, asked in order. Defaults to one {@link hubResources}
+   * provider that accepts every URI and reads with `canRead`.
+   */
+  readonly resourceProviders?: readonly ResourceProvider[];
+  /**
+   * Who the server is: the legacy `initialize` result's `serverInfo`, and
+   * `_meta["io.modelcontextprotocol/serverInfo"]` of the `server/discover` result (2026-07-28).
+   * Defaults to `{ name: 'mcp-rx-streams', version: '0.1.0' }`.
+   */
+  readonly serverInfo?: ServerInfo;
+  /** The `instructions` of the `initialize` and `server/discover` results; default none. */
+  readonly instructions?: string;
+  /**
+   * More capabilities to advertise next to tools/prompts/resources (e.g. `{ logging: {} }`), in the
+   * `initialize` and `server/discover` results alike; default none.
+   */
+  readonly extraCapabilities?: Readonly<Record<string, unknown>>;
+  /**
+   * Milliseconds a legacy `resources/subscribe` that finds no live GET stream waits for one to
+   * open before answering `-32602` (official clients open the GET without waiting for it, so
+   * their first subscribe can overtake it). 0 answers at once. Defaults to 1000.
+   */
+  readonly subscribeStreamWait?: number;
+}
+
+/** Default of {@link McpEndpointOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
+export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
+
+/** Default of {@link McpEndpointOptions.bodyTimeout}: 10 000 milliseconds. */
+export const DEFAULT_BODY_TIMEOUT = 10_000;
+
+/** Every option name {@link McpEndpointOptions} has: any other key is refused, so that a typo is not silently ignored. */
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
+  'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
+  'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
+  'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
+  'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
+  'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
+  'maxSessionsPerPrincipal', 'reconnectDelay',
+]);
+
+/**
+ * {@link McpEndpointOptions} with every default filled in and every value checked.
+ * @internal
+ */
+export interface ResolvedEndpointOptions {
+  readonly listenOptions: Readonly<ListenOptions>;
+  readonly limits: Readonly<StreamLimits>;
+  readonly capabilities: ServerCapabilities;
+  /** In bytes; defaults to 1 048 576. */
+  readonly maxBodyBytes: number;
+  /** In milliseconds; defaults to 10 000. */
+  readonly bodyTimeout: number;
+  readonly scheduler: SchedulerLike;
+  /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
+  readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  readonly sessionOptions: Readonly<SessionOptions>;
+  readonly serverInfo: ServerInfo;
+  readonly extraCapabilities: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Checks an endpoint's options and fills in the defaults (DESIGN M13).
+ * @throws InvalidOptionError naming the first option that is unknown or has a value the library
+ *   cannot use.
+ * @internal
+ */
+export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEndpointOptions {
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_OPTIONS.has(key)) throw new InvalidOptionError(key, 'a known McpEndpoint option', (options as unknown as Record<string, unknown>)[key]);
+  }
+  if (options.hub === undefined) throw new InvalidOptionError('hub', 'a Hub', options.hub);
+  const { keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice } = options;
+  const listenOptions = resolveListenOptions({ keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice });
+  const limits = resolveStreamLimits({ maxListensPerPrincipal: options.maxListensPerPrincipal, maxStreams: options.maxStreams });
+  const capabilities = options.capabilities ?? { tools: true, prompts: true, resources: true };
+  const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
+  const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
+  const scheduler = options.scheduler ?? asyncScheduler;
+  const check = hostCheck(options.allowedHosts, options.allowedOrigins);
+  const sessionOptions = resolveSessionOptions({
+    sessionIdleTimeout: options.sessionIdleTimeout,
+    sessionGracePeriod: options.sessionGracePeriod,
+    sessionPruneInterval: options.sessionPruneInterval,
+    replayBufferSize: options.replayBufferSize,
+    allowClientSessionDelete: options.allowClientSessionDelete,
+    subscribeStreamWait: options.subscribeStreamWait,
+    maxSessions: options.maxSessions,
+    maxSubscriptionsPerSession: options.maxSubscriptionsPerSession,
+    maxSessionsPerPrincipal: options.maxSessionsPerPrincipal,
+    reconnectDelay: options.reconnectDelay,
+  });
+  if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
+  if (options.resourceProviders !== undefined && !Array.isArray(options.resourceProviders)) {
+    throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', options.resourceProviders);
+  }
+  if (options.eventLog !== undefined && typeof options.eventLog !== 'function') throw new InvalidOptionError('eventLog', 'a function of a session id', options.eventLog);
+  const bus = options.sessionBus;
+  if (bus !== undefined && (typeof bus.nodeId !== 'string' || typeof bus.publish !== 'function' || typeof bus.connect !== 'function')) {
+    throw new InvalidOptionError('sessionBus', 'a SessionBus (nodeId, publish, connect)', bus);
+  }
+  return {
+    listenOptions,
+    limits,
+    capabilities,
+    maxBodyBytes,
+    bodyTimeout,
+    scheduler,
+    hostCheck: check,
+    sessionOptions,
+    serverInfo: options.serverInfo ?? DEFAULT_SERVER_INFO,
+    extraCapabilities: options.extraCapabilities ?? {},
+  };
+}

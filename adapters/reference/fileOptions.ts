@@ -1,0 +1,78 @@
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import { InvalidOptionError } from '../../lib/errors.js';
+
+/**
+ * Options of {@link FileResources.open}.
+ *
+ * @example
+ * await FileResources.open('./data', { debounceMs: 100, onWarning: console.warn });
+ *
+ * @see FileResources.open
+ */
+export interface FileResourcesOptions {
+  /**
+   * Quiet time per path before a burst of file-system events is settled into one change, in
+   * milliseconds; defaults to 50. A path that never goes quiet is still reported at least every
+   * ten debounce periods.
+   */
+  readonly debounceMs?: number;
+  /**
+   * Told about problems that do not stop the provider: an invalid `tools.json` / `prompts.json`
+   * (once per distinct invalid content), a directory that cannot be watched. Defaults to
+   * ignoring them.
+   */
+  readonly onWarning?: (message: string) => void;
+  /**
+   * The largest file `read` answers, in bytes; defaults to 8 MiB (8 388 608). A larger file is
+   * refused with a {@link ResourceTooLargeError} before any of its bytes is read; `tools.json`
+   * and `prompts.json` larger than this are served as empty (with a warning).
+   */
+  readonly maxReadBytes?: number;
+  /**
+   * Where the debounce's time comes from (its clock and its timers); defaults to RxJS's
+   * `asyncScheduler`. A `VirtualTimeScheduler` or `TestScheduler` makes the debounce testable
+   * in virtual time.
+   */
+  readonly scheduler?: SchedulerLike;
+}
+
+/** Default of {@link FileResourcesOptions.maxReadBytes}: 8 MiB. */
+export const DEFAULT_MAX_READ_BYTES = 8 * 1024 * 1024;
+
+/** Default of {@link FileResourcesOptions.debounceMs}: 50 milliseconds. */
+export const DEFAULT_DEBOUNCE_MS = 50;
+
+/** {@link FileResourcesOptions} with every default filled in. @internal */
+export interface ResolvedFileResourcesOptions {
+  /** In milliseconds. */
+  readonly debounceMs: number;
+  /** In bytes. */
+  readonly maxReadBytes: number;
+  readonly onWarning: (message: string) => void;
+  readonly scheduler: SchedulerLike;
+}
+
+/**
+ * Checks the options of {@link FileResources.open} and fills in the defaults.
+ * @throws InvalidOptionError naming `debounceMs` or `maxReadBytes` when it is not a positive
+ *   integer, or `scheduler` when it is not a `SchedulerLike`.
+ * @internal
+ */
+export function resolveFileResourcesOptions(options: FileResourcesOptions): ResolvedFileResourcesOptions {
+  const { debounceMs, maxReadBytes, scheduler } = options;
+  if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs > 0)) {
+    throw new InvalidOptionError('debounceMs', 'a positive integer of milliseconds', debounceMs);
+  }
+  if (maxReadBytes !== undefined && !(Number.isSafeInteger(maxReadBytes) && maxReadBytes > 0)) {
+    throw new InvalidOptionError('maxReadBytes', 'a positive integer of bytes', maxReadBytes);
+  }
+  if (scheduler !== undefined && (typeof scheduler?.now !== 'function' || typeof scheduler.schedule !== 'function')) {
+    throw new InvalidOptionError('scheduler', 'an RxJS SchedulerLike (now, schedule)', scheduler);
+  }
+  return {
+    debounceMs: debounceMs ?? DEFAULT_DEBOUNCE_MS,
+    maxReadBytes: maxReadBytes ?? DEFAULT_MAX_READ_BYTES,
+    onWarning: options.onWarning ?? (() => {}),
+    scheduler: scheduler ?? asyncScheduler,
+  };
+}

@@ -1,0 +1,390 @@
+// `resources/subscribe` for servers built on the official SDK 1.x: this library's resource
+// providers and hub decide and source, the SDK server sends. Typed structurally (no SDK import).
+import { from, type Subscription } from 'rxjs';
+import type { AuthInfo } from '../../lib/auth.js';
+import type { EndpointRequest, RequestContext } from '../../lib/context.js';
+import { InvalidOptionError } from '../../lib/errors.js';
+import { MAX_URI_BYTES } from '../../lib/filter.js';
+import type { Hub } from '../../lib/hub.js';
+import { ErrorCode, exceedsBytes, JsonRpcError } from '../../lib/jsonrpc.js';
+import { hubResources, type ResourceProvider } from '../../lib/resources.js';
+import { reportError } from '../../lib/telemetry.js';
+
+/**
+ * What {@link ResourceUpdates} needs of an SDK server: the low-level `Server` of
+ * `@modelcontextprotocol/sdk` 1.x (`mcpServer.server`) has all four methods.
+ */
+export interface ResourceUpdateSender {
+  sendResourceUpdated(params: { uri: string }): Promise<void>;
+  sendToolListChanged?(): Promise<void> | void;
+  sendPromptListChanged?(): Promise<void> | void;
+  sendResourceListChanged?(): Promise<void> | void;
+}
+
+/** The parts of the SDK 1.x `RequestHandlerExtra` read here (what the SDK passes a request handler). */
+export interface SdkRequestExtra {
+  /** The validated token, as the SDK's auth middleware sets it: `expiresAt` in seconds since the epoch. */
+  readonly authInfo?: { readonly clientId?: string; readonly scopes?: readonly string[]; readonly expiresAt?: number };
+  readonly sessionId?: string;
+  readonly requestInfo?: { readonly headers?: Readonly<Record<string, string | readonly string[] | undefined>> };
+}
+
+/** A `resources/subscribe` or `resources/unsubscribe` request as the SDK hands it to its handler. */
+export interface SdkResourceRequest {
+  readonly params: { readonly uri: string };
+}
+
+/** Hub list changes a {@link ResourceUpdates} can forward to its session. */
+export type ListChange = 'tools' | 'prompts' | 'resources';
+
+/** Options of {@link ResourceUpdates}. */
+export interface ResourceUpdatesOptions {
+  /**
+   * The hub: its `notifyResourceUpdated(uri)` publishes reach the session's subscriptions when no
+   * `resourceProviders` are given, and its list changes when `listChanges` names them.
+   */
+  readonly hub?: Hub;
+  /**
+   * Who owns which URIs, who may read them and where their changes come from, asked in order as
+   * the endpoint asks them for a legacy `resources/subscribe` (see {@link ResourceProvider}).
+   * Defaults to `[hubResources(hub)]`: every URI, readable by everyone, changes from the hub.
+   */
+  readonly resourceProviders?: readonly ResourceProvider[];
+  /** The hub's list changes to forward as `notifications/{tools,prompts,resources}/list_changed`; defaults to none. */
+  readonly listChanges?: readonly ListChange[];
+  /**
+   * Who is calling, from the SDK's request extra; what providers' `canRead` receive as
+   * `context.auth`. Defaults to the SDK's `authInfo` (principal `client:<clientId>`, its scopes,
+   * `expiresAt` turned into milliseconds), else principal `session:<sessionId>` with no scopes.
+   */
+  readonly authenticate?: (extra: SdkRequestExtra | undefined) => AuthInfo;
+  /** The most URIs one session may subscribe to, a positive integer count; defaults to 1000. */
+  readonly maxSubscriptions?: number;
+  /**
+   * Told the session's subscribed URIs (in subscription order) after every change, and awaited
+   * before the request is answered: persist them here so another node can {@link ResourceUpdates.restore}.
+   */
+  readonly onChange?: (uris: readonly string[]) => void | Promise<void>;
+}
+
+/** What {@link ResourceUpdates.restore} did with each URI. */
+export interface RestoreResult {
+  readonly restored: readonly string[];
+  /** No longer subscribable or readable: left out of the subscriptions (and `onChange` told). */
+  readonly dropped: readonly string[];
+  /** A provider failed: kept in the subscriptions, live nowhere; retry with another restore. */
+  readonly failed: readonly string[];
+}
+
+interface Pending {
+  reason: string | undefined;
+}
+
+/** How a subscribe ended: nothing on success, else the error and whether the URI should be forgotten. */
+type Outcome = { readonly error: JsonRpcError; readonly drop: boolean } | undefined;
+
+/**
+ * Serves `resources/subscribe` and `resources/unsubscribe` for one session of an SDK 1.x server:
+ * each subscribed URI's changes, from this library's resource providers (by default the hub's
+ * `notifyResourceUpdated(uri)`), are sent as `notifications/resources/updated {uri}` through the
+ * SDK server's own `sendResourceUpdated`, on the session's GET stream, with the ids of the
+ * transport's `eventStore` (see {@link replayEventStore}).
+ *
+ * It answers as the endpoint's legacy sessions do (DESIGN L3, L4): `{}` on success;
+ * `-32602 resources/subscribe requires params.uri`; `-32602 resource is not subscribable: <uri>`
+ * when no provider owns it; `-32602 permission denied: <uri>` when `canRead` says no; `-32603
+ * failed to subscribe: <uri>` when a provider throws (reported on `channels.error`); `-32602
+ * resources/subscribe for <uri> was cancelled: <reason>` when an unsubscribe, a newer subscribe or
+ * `close()` overtakes it. Re-subscribing replaces the earlier subscription; unsubscribing an
+ * unknown URI answers `{}`. A scoped hub publish is sent only to principals holding its scope.
+ *
+ * `subscribe` and `unsubscribe` are bound: hand them to the SDK as they are. The SDK server must
+ * declare `resources: { subscribe: true }`; call `close()` when the session ends.
+ *
+ * @example
+ * import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+ * import { SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+ * const server = new McpServer({ name: 'files', version: '1.0.0' }, { capabilities: { resources: { subscribe: true } } });
+ * const updates = new ResourceUpdates(server.server, { hub });
+ * server.server.setRequestHandler(SubscribeRequestSchema, updates.subscribe);
+ * server.server.setRequestHandler(UnsubscribeRequestSchema, updates.unsubscribe);
+ * server.server.onclose = () => updates.close();
+ * hub.notifyResourceUpdated('file:///srv/a.txt'); // sent to every session subscribed to it
+ * @see replayEventStore
+ * @see eventLogStore
+ */
+export class ResourceUpdates {
+  readonly #server: ResourceUpdateSender;
+  readonly #providers: readonly ResourceProvider[];
+  readonly #authenticate: (extra: SdkRequestExtra | undefined) => AuthInfo;
+  readonly #maxSubscriptions: number;
+  readonly #onChange: ((uris: readonly string[]) => void | Promise<void>) | undefined;
+  readonly #live = new Map<string, Subscription>();
+  readonly #pending = new Map<string, Pending>();
+  readonly #lists: Subscription[] = [];
+  #uris: readonly string[] = [];
+  #closed = false;
+
+  /**
+   * @param server the SDK server that sends (`mcpServer.server` in SDK 1.x).
+   * @param options see {@link ResourceUpdatesOptions}; `hub` or `resourceProviders` is required.
+   * @throws InvalidOptionError for a missing source, an unknown list change or a bad count.
+   */
+  constructor(server: ResourceUpdateSender, options: ResourceUpdatesOptions) {
+    if (server === null || typeof server !== 'object' || typeof server.sendResourceUpdated !== 'function') {
+      throw new InvalidOptionError('server', "an SDK server with sendResourceUpdated (SDK 1.x: mcpServer.server)", server);
+    }
+    const { hub, resourceProviders, listChanges = [] } = options ?? {};
+    if (resourceProviders === undefined && hub === undefined) {
+      throw new InvalidOptionError('hub', 'a Hub (or give resourceProviders)', hub);
+    }
+    if (resourceProviders !== undefined && !Array.isArray(resourceProviders)) {
+      throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', resourceProviders);
+    }
+    this.#server = server;
+    this.#providers = resourceProviders ?? [hubResources(hub!)];
+    this.#authenticate = options.authenticate ?? defaultAuth;
+    const max = options.maxSubscriptions ?? 1000;
+    if (!Number.isSafeInteger(max) || max <= 0) throw new InvalidOptionError('maxSubscriptions', 'a positive integer count', max);
+    this.#maxSubscriptions = max;
+    this.#onChange = options.onChange;
+    for (const kind of listChanges) {
+      if (kind !== 'tools' && kind !== 'prompts' && kind !== 'resources') {
+        throw new InvalidOptionError('listChanges', "an array of 'tools', 'prompts' and 'resources'", listChanges);
+      }
+      if (hub === undefined) throw new InvalidOptionError('hub', 'a Hub (listChanges forwards its list changes)', hub);
+      const send = kind === 'tools' ? server.sendToolListChanged : kind === 'prompts' ? server.sendPromptListChanged : server.sendResourceListChanged;
+      if (typeof send !== 'function') throw new InvalidOptionError('listChanges', `a list the server can announce (it has no send for ${kind})`, kind);
+      this.#lists.push(
+        hub.topic({ topic: kind }).subscribe((frame) => {
+          // A scoped publish names readers this session cannot be matched against: it is not sent.
+          if (frame.scope === undefined) this.#send(() => send.call(server));
+        }),
+      );
+    }
+  }
+
+  /** The subscribed URIs, in subscription order (including any a provider failed to restore). */
+  get subscriptions(): readonly string[] {
+    return this.#uris;
+  }
+
+  /** How many subscriptions have a live change source now. */
+  get live(): number {
+    return this.#live.size;
+  }
+
+  /**
+   * The `resources/subscribe` handler: `server.setRequestHandler(SubscribeRequestSchema, updates.subscribe)`.
+   * @returns `{}`; rejects with a {@link JsonRpcError} the SDK answers as is.
+   */
+  readonly subscribe = async (request: SdkResourceRequest, extra?: SdkRequestExtra): Promise<Record<string, never>> => {
+    const uri = requireUri('resources/subscribe', request?.params);
+    if (this.#closed) throw cancelledError(uri, 'the session closed');
+    if (!this.#uris.includes(uri) && this.#uris.length >= this.#maxSubscriptions) {
+      throw new JsonRpcError(ErrorCode.InvalidParams, `a session can hold at most ${this.#maxSubscriptions} resource subscriptions; unsubscribe from one first`);
+    }
+    let outcome: Outcome;
+    try {
+      outcome = await this.#establish(uri, context(this.#authenticate(extra), extra));
+    } catch (error) {
+      // `authenticate` or `onChange` threw: the client hears -32603, the error goes to channels.error.
+      reportError('source', error);
+      throw new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`);
+    }
+    if (outcome !== undefined) throw outcome.error;
+    return {};
+  };
+
+  /**
+   * The `resources/unsubscribe` handler: `server.setRequestHandler(UnsubscribeRequestSchema, updates.unsubscribe)`.
+   * @returns `{}`, also for a URI that was not subscribed.
+   */
+  readonly unsubscribe = async (request: SdkResourceRequest): Promise<Record<string, never>> => {
+    const uri = requireUri('resources/unsubscribe', request?.params);
+    const pending = this.#pending.get(uri);
+    if (pending !== undefined) {
+      pending.reason = 'resources/unsubscribe arrived';
+      this.#pending.delete(uri);
+    }
+    this.#live.get(uri)?.unsubscribe();
+    this.#live.delete(uri);
+    if (this.#uris.includes(uri)) await this.#setUris(this.#uris.filter((kept) => kept !== uri));
+    return {};
+  };
+
+  /**
+   * Establishes `uris` again, as a session's GET stream does on (re)open (DESIGN L8): what a node
+   * that takes over a session calls with the URIs `onChange` persisted. At most 8 are set up at a
+   * time. A URI no longer subscribable or readable is dropped from the subscriptions; one whose
+   * provider fails stays, so a later restore retries it.
+   *
+   * @param uris the URIs to subscribe, in their original order.
+   * @param extra whose subscriptions they are (as for `subscribe`); defaults to no SDK auth info.
+   */
+  async restore(uris: readonly string[], extra?: SdkRequestExtra): Promise<RestoreResult> {
+    const ctx = context(this.#authenticate(extra), extra);
+    const restored: string[] = [];
+    const dropped: string[] = [];
+    const failed: string[] = [];
+    const unique = [...new Set(uris)].filter((uri) => typeof uri === 'string');
+    for (let i = 0; i < unique.length; i += 8) {
+      await Promise.all(
+        unique.slice(i, i + 8).map(async (uri) => {
+          const outcome = await this.#establish(uri, ctx, true);
+          (outcome === undefined ? restored : outcome.drop ? dropped : failed).push(uri);
+        }),
+      );
+    }
+    // Failed URIs stay subscribed (retried by the next restore); dropped ones leave.
+    const kept = [...this.#uris.filter((uri) => !dropped.includes(uri))];
+    for (const uri of unique) if (!dropped.includes(uri) && !kept.includes(uri)) kept.push(uri);
+    this.#uris = Object.freeze(kept);
+    if (dropped.length > 0) await this.#onChange?.(this.#uris);
+    return { restored, dropped, failed };
+  }
+
+  /** Ends every subscription and list forward (the session ended). Idempotent; later subscribes are refused. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const pending of this.#pending.values()) pending.reason = 'the session closed';
+    this.#pending.clear();
+    for (const subscription of this.#live.values()) subscription.unsubscribe();
+    this.#live.clear();
+    for (const subscription of this.#lists) subscription.unsubscribe();
+    this.#lists.length = 0;
+  }
+
+  async #setUris(uris: readonly string[]): Promise<void> {
+    this.#uris = Object.freeze(uris);
+    await this.#onChange?.(this.#uris);
+  }
+
+  #send(send: () => Promise<void> | void): void {
+    try {
+      const sent = send();
+      // Not connected, or the transport failed: that send is lost, the session goes on.
+      if (sent !== undefined) sent.catch((error: unknown) => reportError('adapter', error));
+    } catch (error) {
+      reportError('adapter', error);
+    }
+  }
+
+  /** Subscribes `uri`'s change source (see {@link Outcome}). */
+  async #establish(uri: string, ctx: RequestContext, restoring = false): Promise<Outcome> {
+    const pending: Pending = { reason: undefined };
+    const overtaken = this.#pending.get(uri);
+    if (overtaken !== undefined) overtaken.reason = 'a newer resources/subscribe for the URI arrived';
+    this.#pending.set(uri, pending);
+    const cancelled = () => (pending.reason === undefined ? undefined : { error: cancelledError(uri, pending.reason), drop: false });
+    const failed = (error: unknown) => {
+      reportError('source', error);
+      return { error: new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`), drop: false };
+    };
+    try {
+      let provider: ResourceProvider | undefined;
+      let readable = false;
+      try {
+        for (const candidate of this.#providers) {
+          if (await candidate.subscribable(uri, ctx)) {
+            provider = candidate;
+            break;
+          }
+        }
+        if (cancelled() === undefined && provider !== undefined) readable = await provider.canRead(uri, ctx);
+      } catch (error) {
+        return cancelled() ?? failed(error);
+      }
+      const early = cancelled();
+      if (early !== undefined) return early;
+      if (provider === undefined) return { error: new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`), drop: true };
+      if (!readable) return { error: new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`), drop: true };
+
+      const send = () => this.#send(() => this.#server.sendResourceUpdated({ uri }));
+      const scopes = ctx.auth.scopes;
+      let subscribing = true;
+      let emittedEarly = false;
+      let failure: { error: unknown } | undefined;
+      let subscription: Subscription | undefined;
+      try {
+        subscription = from(provider.changes(uri, ctx)).subscribe({
+          next: (value: unknown) => {
+            if (!mayReceiveValue(value, scopes)) return;
+            if (subscribing) emittedEarly = true;
+            else send();
+          },
+          error: (error: unknown) => {
+            if (subscribing) failure = { error };
+            else reportError('source', error);
+            if (subscription !== undefined && this.#live.get(uri) === subscription) this.#live.delete(uri);
+          },
+          complete: () => {
+            if (subscription !== undefined && this.#live.get(uri) === subscription) this.#live.delete(uri);
+          },
+        });
+      } catch (error) {
+        failure = { error };
+      }
+      subscribing = false;
+      if (failure !== undefined) {
+        subscription?.unsubscribe();
+        return failed(failure.error);
+      }
+      this.#live.get(uri)?.unsubscribe();
+      if (!subscription!.closed) this.#live.set(uri, subscription!);
+      else this.#live.delete(uri);
+      if (emittedEarly) send();
+      if (!restoring && !this.#uris.includes(uri)) await this.#setUris([...this.#uris, uri]);
+      return undefined;
+    } finally {
+      if (this.#pending.get(uri) === pending) this.#pending.delete(uri);
+    }
+  }
+}
+
+function cancelledError(uri: string, reason: string): JsonRpcError {
+  return new JsonRpcError(ErrorCode.InvalidParams, `resources/subscribe for ${uri} was cancelled: ${reason}`);
+}
+
+function requireUri(method: string, params: { readonly uri?: unknown } | undefined): string {
+  const uri = params?.uri;
+  if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, `${method} requires params.uri`);
+  if (exceedsBytes(uri, MAX_URI_BYTES)) throw new JsonRpcError(ErrorCode.InvalidParams, `${method} params.uri must be at most ${MAX_URI_BYTES} bytes`);
+  return uri;
+}
+
+function defaultAuth(extra: SdkRequestExtra | undefined): AuthInfo {
+  const token = extra?.authInfo;
+  if (token !== undefined && typeof token.clientId === 'string') {
+    const scopes = new Set(Array.isArray(token.scopes) ? token.scopes.filter((scope): scope is string => typeof scope === 'string') : []);
+    return typeof token.expiresAt === 'number' && Number.isFinite(token.expiresAt)
+      ? { principal: `client:${token.clientId}`, scopes, expiresAt: token.expiresAt * 1000 }
+      : { principal: `client:${token.clientId}`, scopes };
+  }
+  return { principal: `session:${extra?.sessionId ?? 'none'}`, scopes: new Set() };
+}
+
+/** The context providers receive: the SDK request's headers, no address or body (the SDK read them). */
+function context(auth: AuthInfo, extra: SdkRequestExtra | undefined): RequestContext {
+  const headers = extra?.requestInfo?.headers ?? {};
+  const request: EndpointRequest = {
+    method: 'POST',
+    header: (name) => {
+      const value = headers[name];
+      return Array.isArray(value) ? value.join(', ') : (value as string | undefined);
+    },
+    remoteAddress: undefined,
+    body: undefined,
+  };
+  const sessionId = extra?.sessionId;
+  return sessionId === undefined
+    ? { auth, request }
+    : { auth, request, session: { id: sessionId, protocolVersion: request.header('mcp-protocol-version') ?? 'unknown' } };
+}
+
+/** A provider's change value: a scoped hub frame only for principals holding its scope; anything else for all. */
+function mayReceiveValue(value: unknown, scopes: ReadonlySet<string>): boolean {
+  const scope = (value as { scope?: unknown } | null)?.scope;
+  return (value as { type?: unknown } | null)?.type !== 'message' || typeof scope !== 'string' || scopes.has(scope);
+}

@@ -1,0 +1,97 @@
+// Every error class the package exports shares one base, McpRxError, with a stable string code
+// (ERR_MCP_RX_…, unique per class) and an info object: a caller branches on `code` and reads the
+// facts from `info`, never parses a message. The classes are found by walking the entries, so a
+// new error class exported without joining the base (or without a case here) fails this spec.
+import { strict as assert } from 'node:assert';
+import { test } from 'uvu';
+import * as client from '../client.js';
+import * as main from '../index.js';
+import * as metrics from '../adapters/metrics/index.js';
+import * as redis from '../adapters/redis/index.js';
+import { ResourceTooLargeError } from '../adapters/reference/files.js';
+import { HttpError } from '../lib/httpError.js';
+import { JsonRpcError } from '../lib/jsonrpc.js';
+
+const { McpRxError } = main;
+
+type ErrorClass = abstract new (...args: never[]) => Error;
+
+/**
+ * Error classes that do not join the base, each with its reason. JsonRpcError's `code` is the
+ * JSON-RPC error code it answers with (a number, e.g. -32602), which a string code would replace.
+ */
+const OUTSIDE_THE_BASE = new Map<ErrorClass, string>([[JsonRpcError, 'its code is the numeric JSON-RPC error code']]);
+
+
+/** One instance of each error class, built as the library builds it. */
+const SAMPLES = new Map<ErrorClass, () => Error>([
+  [main.McpRxError, () => new main.McpRxError('something failed')],
+  [main.StalledStreamError, () => new main.StalledStreamError({ graceMs: 5000 })],
+  [main.InvalidOptionError, () => new main.InvalidOptionError('keepAliveInterval', 'a positive integer of milliseconds', -5)],
+  [main.FrameEncodingError, () => new main.FrameEncodingError('id', 'a\nb')],
+  [main.AuthError, () => new main.AuthError('token expired')],
+  [main.RestoreError, () => new main.RestoreError('file:///a', new Error('disk gone'))],
+  [main.MissingClientAddressError, () => new main.MissingClientAddressError('http://127.0.0.1/mcp')],
+  [metrics.MissingPeerDependencyError, () => new metrics.MissingPeerDependencyError('prom-client', 'mcp-rx-streams/metrics', undefined)],
+  [client.ListenClientError, () => new client.ListenClientError('the server answered 404', { status: 404, body: 'not found' })],
+  // Not exported from an entry, but thrown by the endpoint and the reference server.
+  [HttpError, () => new HttpError(404, new JsonRpcError(-32001, 'session not found'))],
+  [ResourceTooLargeError, () => new ResourceTooLargeError('file:///big', 9, 8)],
+]);
+
+/** Every exported class whose instances are Errors. */
+function exportedErrorClasses(): ErrorClass[] {
+  const found = new Set<ErrorClass>();
+  for (const entry of [main, client, metrics, redis] as Record<string, unknown>[]) {
+    for (const value of Object.values(entry)) {
+      if (typeof value === 'function' && value.prototype instanceof Error) found.add(value as ErrorClass);
+    }
+  }
+  return [...found];
+}
+
+test('the entries export the error classes this spec knows (the walk finds them)', () => {
+  const names = exportedErrorClasses().map((c) => c.name).sort();
+  for (const name of ['AuthError', 'FrameEncodingError', 'InvalidOptionError', 'ListenClientError', 'McpRxError', 'MissingClientAddressError', 'MissingPeerDependencyError', 'RestoreError']) {
+    assert.ok(names.includes(name), `${name} not found among ${names.join(', ')}`);
+  }
+});
+
+test('every exported error class is an McpRxError with its own string code and an info object', () => {
+  const codes = new Map<string, string>();
+  const classes = new Set([...exportedErrorClasses(), HttpError, ResourceTooLargeError]);
+  for (const errorClass of classes) {
+    if (OUTSIDE_THE_BASE.has(errorClass)) continue;
+    const make = SAMPLES.get(errorClass);
+    assert.ok(make !== undefined, `${errorClass.name}: add a sample here (and make it extend McpRxError)`);
+    const error = make() as InstanceType<typeof McpRxError>;
+    assert.ok(error instanceof errorClass, errorClass.name);
+    assert.ok(error instanceof McpRxError, `${errorClass.name} does not extend McpRxError`);
+    assert.ok(error instanceof Error, errorClass.name);
+    assert.equal(error.name, errorClass.name);
+    assert.equal(typeof error.code, 'string', `${errorClass.name}.code`);
+    assert.match(error.code, /^ERR_MCP_RX(_[A-Z]+)*$/, `${errorClass.name}.code`);
+    assert.ok(error.info !== null && typeof error.info === 'object', `${errorClass.name}.info`);
+    assert.ok(error.message.length > 0, `${errorClass.name}.message`);
+    const other = codes.get(error.code);
+    assert.equal(other, undefined, `${errorClass.name} and ${other} share the code ${error.code}`);
+    codes.set(error.code, errorClass.name);
+  }
+});
+
+test('info carries the facts of the case', () => {
+  assert.deepEqual(new main.InvalidOptionError('maxStreams', 'a positive integer', 0).info, { option: 'maxStreams', value: 0 });
+  assert.deepEqual(new main.AuthError('no token', 'Bearer realm="mcp"').info, { challenge: 'Bearer realm="mcp"' });
+  assert.deepEqual(new main.RestoreError('file:///a', new Error('x')).info, { uri: 'file:///a' });
+  assert.deepEqual(new HttpError(413, new JsonRpcError(-32600, 'too large')).info, { status: 413, rpcCode: -32600 });
+  assert.deepEqual(new main.FrameEncodingError('event', 'a\rb').info, { field: 'event', value: 'a\rb' });
+});
+
+test('the errors outside the base say why', () => {
+  for (const [errorClass, why] of OUTSIDE_THE_BASE) {
+    assert.ok(!(errorClass.prototype instanceof McpRxError), `${errorClass.name} joined the base: remove it from OUTSIDE_THE_BASE (${why})`);
+  }
+  assert.equal(typeof new JsonRpcError(-32602, 'bad params').code, 'number');
+});
+
+test.run();
