@@ -46,26 +46,46 @@ function colour(labels) {
 const finite = (v) => typeof v === 'number' && Number.isFinite(v);
 const FONT = { config: { font: 'sans-serif', view: { stroke: '#ddd' }, axis: { labelFontSize: 11, titleFontSize: 12, labelLimit: 320 }, title: { fontSize: 14, anchor: 'start' } } };
 
-/** A line chart over N (log), one panel per era present. */
+/** A line chart over N (log), one panel per era present (ticks at the N that were run). */
 function overN(values, { title, y, yTitle, yLog = false, dash }) {
-  const eras = [...new Set(values.map((v) => v.era))];
-  const line = {
-    mark: { type: 'line', strokeWidth: 2 },
-    encoding: {
-      x: { field: 'n', type: 'quantitative', title: 'N (streams / sessions, log)', scale: { type: 'log' }, axis: { values: [...new Set(values.map((v) => v.n))].sort((a, b) => a - b), format: ',d', labelAngle: 0 } },
-      y: { field: y, type: 'quantitative', title: yTitle, scale: yLog ? { type: 'log' } : { zero: true }, axis: { format: yLog ? ',~r' : ',~s' } },
-      color: colour([...new Set(values.map((v) => v.peer))]),
-      ...(dash && { strokeDash: { field: 'pattern', type: 'nominal', title: 'publish pattern', legend: { orient: 'bottom', symbolStrokeWidth: 2, symbolSize: 500 } } }),
-      tooltip: [{ field: 'peer' }, { field: 'n' }, { field: y, format: ',.3~f' }, ...(dash ? [{ field: 'pattern' }] : [])],
-    },
+  const eras = ['listen', 'legacy'].filter((era) => values.some((v) => v.era === era));
+  const colours = colour([...new Set(values.map((v) => v.peer))]);
+  const panel = (era) => {
+    const mine = values.filter((v) => v.era === era);
+    const ns = [...new Set(mine.map((v) => v.n))].sort((a, b) => a - b);
+    const x = {
+      field: 'n',
+      type: 'quantitative',
+      title: `N (${era === 'legacy' ? 'sessions' : 'streams'}, log)`,
+      scale: { type: 'log', ...(ns.length === 1 && { domain: [ns[0] / 2, ns[0] * 2] }) },
+      axis: { values: ns, format: ',d', labelAngle: 0, labelOverlap: true },
+    };
+    const yEnc = { field: y, type: 'quantitative', title: yTitle, scale: yLog ? { type: 'log' } : { zero: true }, axis: { format: yLog ? ',~r' : ',~s' } };
+    const tooltip = [{ field: 'peer' }, { field: 'n' }, { field: y, format: ',.3~f' }, ...(dash ? [{ field: 'pattern' }] : [])];
+    return {
+      title: { text: ERA_TITLE[era] ?? era, fontSize: 13, anchor: 'middle' },
+      width: 360,
+      height: 260,
+      data: { values: mine },
+      layer: [
+        {
+          mark: { type: 'line', strokeWidth: 2 },
+          encoding: {
+            x,
+            y: yEnc,
+            color: colours,
+            ...(dash && { strokeDash: { field: 'pattern', type: 'nominal', title: 'publish pattern', legend: { orient: 'bottom', symbolStrokeWidth: 2, symbolSize: 500 } } }),
+            tooltip,
+          },
+        },
+        { mark: { type: 'point', filled: true, size: 36 }, encoding: { x, y: yEnc, color: colours, tooltip } },
+      ],
+    };
   };
-  const points = { mark: { type: 'point', filled: true, size: 36 }, encoding: { x: line.encoding.x, y: line.encoding.y, color: line.encoding.color, tooltip: line.encoding.tooltip } };
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title,
-    data: { values: values.map((v) => ({ ...v, eraTitle: ERA_TITLE[v.era] ?? v.era })) },
-    facet: { column: { field: 'eraTitle', type: 'nominal', title: null, sort: eras.map((e) => ERA_TITLE[e] ?? e), header: { labelFontSize: 13 } } },
-    spec: { width: 360, height: 260, layer: [line, points] },
+    title: { text: title, offset: 14 },
+    hconcat: eras.map(panel),
     resolve: { scale: { x: 'independent' } },
     ...FONT,
   };

@@ -132,6 +132,9 @@ export function loadgenPool(procs) {
           }
           return { times };
         });
+      case 'cpu':
+        // CPU time of all workers together (µs): may exceed the wall time with several.
+        return all('cpu', args).then((replies) => ({ us: replies.reduce((a, r) => a + r.us, 0) }));
       case 'counts':
         return all('counts', args).then((replies) => ({
           stalled: replies.find((r) => r.stalled !== undefined)?.stalled,

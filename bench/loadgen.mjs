@@ -25,6 +25,8 @@
 //   stall {index} / resume   stop / restart reading one stream (socket.pause / resume)
 //   counts                   per-stream totals for the stalled stream and the others
 //   destroy                  reset every socket (RST: an abrupt client death)
+//   cpu                      process.cpuUsage() in µs (user + system): is the load generator the
+//                            bottleneck of a pass?
 import http from 'node:http';
 import net from 'node:net';
 import { URI } from './peers/common.mjs';
@@ -42,10 +44,25 @@ function countIn(buffer, needle) {
   return n;
 }
 
-/** Occurrences of `needle` that straddle the boundary between `tail` and `head`. */
-function straddling(tail, head, needle) {
-  if (tail.length === 0) return 0;
-  return countIn(Buffer.concat([tail, head.subarray(0, needle.length - 1)]), needle);
+/**
+ * Occurrences of `needle` that begin in the last needle.length − 1 bytes of `prev` and end in
+ * `head`: compared in place (this runs once per read, so nothing is allocated; for the frame
+ * boundaries the first byte compared nearly always differs).
+ */
+function straddling(prev, head, needle) {
+  if (prev === undefined) return 0;
+  const size = needle.length;
+  let n = 0;
+  for (let k = Math.min(size - 1, prev.length); k >= 1; k--) {
+    if (head.length < size - k) continue;
+    let j = 0;
+    const from = prev.length - k;
+    while (j < k && prev[from + j] === needle[j]) j++;
+    if (j < k) continue;
+    while (j < size && head[j - k] === needle[j]) j++;
+    if (j === size) n++;
+  }
+  return n;
 }
 
 let conns = [];
@@ -85,7 +102,7 @@ function request(port, i) {
  */
 function stream(port, i, head, onHead) {
   return new Promise((resolve, reject) => {
-    const conn = { i, socket: undefined, frames: 0, markers: 0, total: 0, bytes: 0, lastAt: 0, tailD: Buffer.alloc(0), tailM: Buffer.alloc(0), ok: false };
+    const conn = { i, socket: undefined, frames: 0, markers: 0, total: 0, bytes: 0, lastAt: 0, prev: undefined, ok: false };
     const socket = net.connect({ port, host: '127.0.0.1', localAddress });
     conn.socket = socket;
     socket.setNoDelay(true);
@@ -115,10 +132,9 @@ function stream(port, i, head, onHead) {
           );
         }
       }
-      const d = countIn(chunk, DATA) + straddling(conn.tailD, chunk, DATA);
-      const m = countIn(chunk, MARK) + straddling(conn.tailM, chunk, MARK);
-      conn.tailD = chunk.subarray(Math.max(0, chunk.length - (DATA.length - 1)));
-      conn.tailM = chunk.subarray(Math.max(0, chunk.length - (MARK.length - 1)));
+      const d = countIn(chunk, DATA) + straddling(conn.prev, chunk, DATA);
+      const m = countIn(chunk, MARK) + straddling(conn.prev, chunk, MARK);
+      conn.prev = chunk;
       if (d === 0 && m === 0) return;
       conn.frames += d;
       conn.total += d;
@@ -300,6 +316,10 @@ process.on('message', async ({ id, cmd, args }) => {
         let healthyMin = Infinity;
         for (const conn of conns) if (conn.i !== stalled && conn.total < healthyMin) healthyMin = conn.total;
         return reply({ stalled: stalledConn?.total, healthyMin, lastFrameAt });
+      }
+      case 'cpu': {
+        const { user, system } = process.cpuUsage();
+        return reply({ us: user + system });
       }
       case 'destroy':
         for (const conn of conns) conn.socket.resetAndDestroy();

@@ -184,8 +184,13 @@ const config = QUICK
     };
 if (sessionsOption !== undefined) config.sessions = config.slowReps = sessionsOption;
 if (nWanted !== undefined) {
+  const modeNs = `listen ${config.fanout.map((s) => s.n).join(', ')}; legacy ${config.legacy.map((s) => s.n).join(', ')}`;
   config.fanout = config.fanout.filter((s) => nWanted.includes(s.n));
   config.legacy = config.legacy.filter((s) => nWanted.includes(s.n));
+  const fanoutAsked = ['throughput', 'latency', 'memory', 'legacy'].some((w) => WORKLOADS.includes(w));
+  if (fanoutAsked && config.fanout.length === 0 && config.legacy.length === 0) {
+    fail(`--n: none of ${nWanted.join(', ')} is an N of the ${QUICK ? 'quick' : 'full'} mode (${modeNs})`);
+  }
 }
 const SERVER_ARGS = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
 const loadgensFor = (n) => loadgensOption ?? Math.max(1, Math.ceil(n / PER_LOADGEN));
@@ -264,14 +269,19 @@ async function fanout(peer, { n, k, rounds }, wantThroughput, wantLatency, legac
         for (let pass = 0; pass < config.passes; pass++) {
           await sleep(100);
           await loadgen('reset');
-          const cpu0 = await server('cpu');
+          const [cpu0, gen0] = await Promise.all([server('cpu'), loadgen('cpu')]);
           const { published, seen } = await deliver(loadgen, k, () => server('publishPaced', { k, batch: pattern.batch }));
-          const cpu1 = await server('cpu');
+          const [cpu1, gen1] = await Promise.all([server('cpu'), loadgen('cpu')]);
           const elapsed = (seen.complete ? seen.t : published.t1) - published.t0;
+          const wallUs = (cpu1.t - cpu0.t) / 1000;
           result.passes.push({
             pattern: pattern.id,
             fps: seen.received / (elapsed / 1e9),
             cpuPerFrame: seen.received > 0 ? (cpu1.us - cpu0.us) / seen.received : NaN,
+            // Share of one core each process was busy over the pass: a load generator near 100 %
+            // while the server is well below it means the figure is the load generator's.
+            serverBusy: (cpu1.us - cpu0.us) / wallUs,
+            loadgenBusy: (gen1.us - gen0.us) / wallUs,
             complete: seen.complete,
             lost: seen.expected - seen.received,
             gateWaits: published.waits,
@@ -448,6 +458,7 @@ const fmt = {
   int: (v) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '—'),
   ms: (v) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : '—'),
   us: (v) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : '—'),
+  pct: (v) => (Number.isFinite(v) ? `${Math.round(v * 100)} %` : '—'),
   kb: (v) => (Number.isFinite(v) ? (v / 1024).toFixed(2) : '—'),
   mb: (v) => (Number.isFinite(v) ? (v / 1048576).toFixed(2) : '—'),
   ratio: (v, base) => {
@@ -522,7 +533,7 @@ function passSummary(r) {
   return PATTERN.map((p) => {
     const passes = r.passes.filter((x) => x.pattern === p.id);
     if (passes.length === 0) return undefined;
-    return `${p.label} ${fmt.int(median(passes.map((x) => x.fps)))} frames/s ${fmt.us(median(passes.map((x) => x.cpuPerFrame)))} µs CPU/frame lost ${Math.max(...passes.map((x) => x.lost))}`;
+    return `${p.label} ${fmt.int(median(passes.map((x) => x.fps)))} frames/s ${fmt.us(median(passes.map((x) => x.cpuPerFrame)))} µs CPU/frame (busy ${fmt.pct(median(passes.map((x) => x.serverBusy)))} / ${fmt.pct(median(passes.map((x) => x.loadgenBusy)))}) lost ${Math.max(...passes.map((x) => x.lost))}`;
   })
     .filter(Boolean)
     .join('; ');
@@ -633,6 +644,8 @@ function fanoutSummary(map, peers, era) {
       row.patterns[pattern.id] = {
         fps: median(passes.map((p) => p.fps)),
         cpuPerFrame: median(passes.map((p) => p.cpuPerFrame)),
+        serverBusy: median(passes.map((p) => p.serverBusy)),
+        loadgenBusy: median(passes.map((p) => p.loadgenBusy)),
         lost: Math.max(...passes.map((p) => p.lost)),
         passes: passes.length,
         complete: passes.every((p) => p.complete),
@@ -738,7 +751,7 @@ function fanoutTables(era, peers, baseId, unit, headings) {
           const row = get(peer.id, n);
           const p = row?.patterns?.[pattern.id];
           if (p === undefined) {
-            if (row?.error) rows.push([`N=${fmt.int(n)} · ${pattern.label} · ${peer.label}`, '—', '—', '—', '—', '—', failed(row)]);
+            if (row?.error) rows.push([`N=${fmt.int(n)} · ${pattern.label} · ${peer.label}`, '—', '—', '—', '—', '—', '—', failed(row)]);
             continue;
           }
           rows.push([
@@ -747,13 +760,14 @@ function fanoutTables(era, peers, baseId, unit, headings) {
             fmt.ratio(p.fps, base?.fps),
             fmt.us(p.cpuPerFrame),
             fmt.ratio(p.cpuPerFrame, base?.cpuPerFrame),
+            `${fmt.pct(p.serverBusy)} / ${fmt.pct(p.loadgenBusy)}`,
             String(p.lost),
             `K=${row.k}, ${p.passes} pass${p.passes === 1 ? '' : 'es'}${p.complete ? '' : ', incomplete'}${row.drops ? `, dropped ${row.drops}` : ''}`,
           ]);
         }
       }
     }
-    out.push(table([`${unit} · publish pattern · peer`, 'frames/s', versus, 'server CPU µs/frame', versus, 'lost (max)', 'notes'], rows));
+    out.push(table([`${unit} · publish pattern · peer`, 'frames/s', versus, 'server CPU µs/frame', versus, 'busy: server / load gen', 'lost (max)', 'notes'], rows));
   }
   if (headings.latency) {
     const rows = [];
@@ -893,7 +907,7 @@ if (results.legacy) {
 }
 
 const seconds = (performance.now() - started) / 1000;
-out.push('', `_${seconds.toFixed(0)} s; \`node --expose-gc bench/run.mjs ${argv.join(' ')}\`_`);
+out.push('', `_${seconds.toFixed(0)} s; load average at the end ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}; \`node --expose-gc bench/run.mjs ${argv.join(' ')}\`_`);
 const body = out.join('\n');
 console.log(body);
 

@@ -75,7 +75,7 @@ test('the throughput chart renders as SVG with a series per peer and per publish
     assert.ok(labels.includes(name), `legend or header ${name} in ${JSON.stringify(labels)}`);
   }
   // Listen: 2 peers × 2 N × 2 patterns; legacy: 2 peers × 1 N × 2 patterns (ours failed there).
-  const points = spec.data.values;
+  const points = spec.hconcat.flatMap((panel: { data: { values: unknown[] } }) => panel.data.values);
   assert.equal(points.length, 12);
   assert.equal(points.filter((p: { era: string; peer: string }) => p.era === 'legacy' && p.peer === OURS).length, 0);
 });

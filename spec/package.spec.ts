@@ -13,7 +13,7 @@ import { test } from 'uvu';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['.', './client', './redis', './metrics'] as const;
+const ENTRIES = ['.', './client', './redis', './metrics', './sdk'] as const;
 const specifier = (entry: string) => (entry === '.' ? 'mcp-rx-streams' : `mcp-rx-streams/${entry.slice(2)}`);
 
 let work: string;
@@ -113,6 +113,7 @@ const EXPECTED: Record<(typeof ENTRIES)[number], string[]> = {
   './client': ['listen', 'openSse', 'parseSse', 'SseParser', 'ListenClientError'],
   './redis': ['RedisBus', 'RedisLease', 'RedisSessionStore', 'redisChannels'],
   './metrics': ['collectMetrics', 'MissingPeerDependencyError'],
+  './sdk': ['sdkRouter', 'HubEventBus', 'replayEventStore', 'eventLogStore', 'ResourceUpdates'],
 };
 
 test('ESM import and CJS require() (Node >= 20.19) of every entry give the same functions', async () => {
@@ -150,6 +151,9 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
   assert.ok((await reached('dist/client.js')).has('undici'));
   assert.ok((await reached('dist/adapters/redis/index.js')).has('ioredis'));
   assert.ok((await reached('dist/adapters/metrics/index.js')).has('prom-client'));
+  // The SDK entry is typed by shape: it loads no MCP SDK (the scratch project has none) and no ioredis.
+  const sdk = await reached('dist/adapters/sdk/index.js');
+  assert.deepEqual([...sdk].filter((name) => name.startsWith('@modelcontextprotocol/') || name === 'ioredis'), [], [...sdk].join(', '));
   // And at run time: the CommonJS ones would show in require.cache.
   const probe = `import { createRequire } from 'node:module'; await import('mcp-rx-streams'); const cache = Object.keys(createRequire(import.meta.url).cache); console.log(JSON.stringify(['undici', 'ioredis', 'prom-client'].filter((name) => cache.some((file) => file.includes('/node_modules/' + name + '/')))));`;
   await writeFile(path.join(app, 'probe.mjs'), probe);
@@ -162,6 +166,7 @@ import { Hub, McpEndpoint, nodeHandler, type McpEndpointOptions, type Frame } fr
 import { listen, type ListenClientOptions, type ParsedSseEvent } from ${from('./client')};
 import { RedisBus, type RedisBusOptions } from ${from('./redis')};
 import { collectMetrics, type MetricsBridge } from ${from('./metrics')};
+import { replayEventStore, sdkRouter, type SdkEventStore, type SdkRouter } from ${from('./sdk')};
 import { Registry } from 'prom-client';
 import type { Observable } from 'rxjs';
 const hub: Hub = new Hub();
@@ -172,9 +177,11 @@ const client: ListenClientOptions = { url: 'http://127.0.0.1:3000/mcp', notifica
 const stream: Observable<unknown> = listen(client);
 const redis: RedisBusOptions = { redis: 'redis://127.0.0.1:6379' };
 const bridge: MetricsBridge = collectMetrics(new Registry(), endpoint);
+const store: SdkEventStore = replayEventStore({ capacity: 10 });
+const router: SdkRouter = sdkRouter({ endpoint, sdk: { fetch: async () => new Response(null, { status: 405 }) } });
 // @ts-expect-error a frame is not a number
 const wrong: Frame = 1;
-export { handler, stream, redis, bridge, wrong, RedisBus };
+export { handler, stream, redis, bridge, store, router, wrong, RedisBus };
 export type { ParsedSseEvent };
 `;
   const esm = use((entry) => `'${specifier(entry)}'`);

@@ -97,6 +97,8 @@ type Outcome = { readonly error: JsonRpcError; readonly drop: boolean } | undefi
  * resources/subscribe for <uri> was cancelled: <reason>` when an unsubscribe, a newer subscribe or
  * `close()` overtakes it. Re-subscribing replaces the earlier subscription; unsubscribing an
  * unknown URI answers `{}`. A scoped hub publish is sent only to principals holding its scope.
+ * Changes of one URI that arrive synchronously (a burst) are sent as one notification: it carries
+ * nothing but the URI, and the SDK would queue every copy for a slow client.
  *
  * `subscribe` and `unsubscribe` are bound: hand them to the SDK as they are. The SDK server must
  * declare `resources: { subscribe: true }`; call `close()` when the session ends.
@@ -122,6 +124,8 @@ export class ResourceUpdates {
   readonly #live = new Map<string, Subscription>();
   readonly #pending = new Map<string, Pending>();
   readonly #lists: Subscription[] = [];
+  /** URIs changed in this turn of the microtask queue, sent once when it drains. */
+  readonly #changed = new Set<string>();
   #uris: readonly string[] = [];
   #closed = false;
 
@@ -209,6 +213,7 @@ export class ResourceUpdates {
     }
     this.#live.get(uri)?.unsubscribe();
     this.#live.delete(uri);
+    this.#changed.delete(uri);
     if (this.#uris.includes(uri)) await this.#setUris(this.#uris.filter((kept) => kept !== uri));
     return {};
   };
@@ -254,11 +259,28 @@ export class ResourceUpdates {
     this.#live.clear();
     for (const subscription of this.#lists) subscription.unsubscribe();
     this.#lists.length = 0;
+    this.#changed.clear();
   }
 
   async #setUris(uris: readonly string[]): Promise<void> {
     this.#uris = Object.freeze(uris);
     await this.#onChange?.(this.#uris);
+  }
+
+  /**
+   * Sends `resources/updated {uri}` once for however many changes of `uri` arrive synchronously:
+   * the notification carries nothing but the URI, and the SDK queues whatever it is given for a
+   * slow client, so a burst is one message (and one event-store write), not a thousand.
+   */
+  #notify(uri: string): void {
+    if (this.#changed.size === 0) queueMicrotask(() => this.#flush());
+    this.#changed.add(uri);
+  }
+
+  #flush(): void {
+    const uris = [...this.#changed];
+    this.#changed.clear();
+    for (const uri of uris) this.#send(() => this.#server.sendResourceUpdated({ uri }));
   }
 
   #send(send: () => Promise<void> | void): void {
@@ -301,7 +323,7 @@ export class ResourceUpdates {
       if (provider === undefined) return { error: new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`), drop: true };
       if (!readable) return { error: new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`), drop: true };
 
-      const send = () => this.#send(() => this.#server.sendResourceUpdated({ uri }));
+      const send = () => this.#notify(uri);
       const scopes = ctx.auth.scopes;
       let subscribing = true;
       let emittedEarly = false;

@@ -206,6 +206,14 @@ test('ResourceUpdates answers like a legacy session (DESIGN L3, L4): not subscri
     await eventually(() => updated.length === 2, WAIT_MS, 'the update of the URI still subscribed');
     deepStrictEqual(updated, ['db://public/2', 'db://public/1']);
     deepStrictEqual(changes, [['db://public/1'], ['db://public/1', 'db://public/2'], ['db://public/1']]);
+
+    // A synchronous burst of changes to one URI is one notification (it carries nothing but the URI).
+    deepStrictEqual(await client.subscribeResource({ uri: 'db://public/2' }), {});
+    for (let n = 0; n < 5; n++) hub.notifyResourceUpdated('db://public/1');
+    hub.notifyResourceUpdated('db://public/2');
+    await eventually(() => updated.length === 4, WAIT_MS, 'the burst and the marker');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    deepStrictEqual(updated, ['db://public/2', 'db://public/1', 'db://public/1', 'db://public/2']);
   });
   strictEqual(hub.size.subscriptions, 0, 'the transport closed: every hub subscription ended');
 });
