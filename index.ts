@@ -10,8 +10,7 @@ export { Hub, NotificationMethod } from './lib/index.js';
 export type { HubBus, HubEvent, HubOptions, PublishOptions, TaskStatus, TopicSelector } from './lib/index.js';
 
 /* Listen assembly */
-export { listenStream, notifications, StalledStreamError } from './lib/index.js';
-export type { ListenStreamInit } from './lib/index.js';
+export { notifications } from './lib/index.js';
 export {
   acknowledgedNotification,
   authorizeListenFilter,
@@ -34,8 +33,6 @@ export {
   resolveStreamLimits,
 } from './lib/index.js';
 export type { CloseNoticeMode, ListenOptions, StreamLimits } from './lib/index.js';
-export { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from './lib/index.js';
-export type { CloseTrigger } from './lib/index.js';
 
 /* Frames and encoding */
 export { controlFrame, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './lib/index.js';
@@ -54,7 +51,7 @@ export type {
   JsonRpcRequest,
   JsonRpcResultResponse,
 } from './lib/index.js';
-export { FrameEncodingError, InvalidOptionError, McpRxError } from './lib/index.js';
+export { FrameEncodingError, InvalidOptionError, McpRxError, StalledStreamError } from './lib/index.js';
 
 /* Protocol revisions, request context, limits and auth */
 export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './lib/index.js';
@@ -83,9 +80,15 @@ export type { DropEvent, ErrorEvent, QueueTotals, StartEvent, StopEvent, StopRea
 /* Operators */
 export { ackThenNotify } from './operators/ackThenNotify.js';
 export { closeWhen } from './operators/closeWhen.js';
+export { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from './operators/closeTriggers.js';
+export type { CloseTrigger } from './operators/closeTriggers.js';
+export { listenPipeline, listenStream } from './operators/listenPipeline.js';
+export { sessionPipeline } from './operators/sessionPipeline.js';
+export type { SessionPipelineInit } from './operators/sessionPipeline.js';
+export type { ListenPipelineInit, ListenStreamInit } from './operators/listenPipeline.js';
 export type { CloseNotice } from './operators/closeWhen.js';
 export { DEFAULT_QUEUE_BYTES, dropWhenQueueExceeds } from './operators/dropWhenQueueExceeds.js';
-export type { DropHandler, QueueLimits } from './operators/dropWhenQueueExceeds.js';
+export type { DropHandler, DropOptions, QueueLimits } from './operators/dropWhenQueueExceeds.js';
 export { primeStream } from './operators/primeStream.js';
 export { keepAlive } from './operators/keepAlive.js';
 export { replayFrom } from './operators/replayFrom.js';

@@ -7,7 +7,7 @@ import type { Frame } from '../lib/frame.js';
 import type { EndpointRequest } from '../lib/context.js';
 import type { McpEndpoint } from './endpoint/endpoint.js';
 import type { EndpointResponse } from './endpoint/responses.js';
-import { StalledStreamError } from '../lib/stallGuard.js';
+import { StalledStreamError } from '../lib/errors.js';
 import { reportError } from '../lib/telemetry.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify raw. */

@@ -1,5 +1,5 @@
 // A stream of your own, composed from the public operators instead of served by McpEndpoint: the
-// same chain the endpoint fuses into listenStream, written out on node:http.
+// same chain the endpoint serves fused (listenPipeline), written out on node:http.
 // Run it:   node --import tsx examples/composition.ts [port]     (then curl -N http://127.0.0.1:3001/)
 // spec/adapters/frameworks.spec.ts serves composedServer() on a loopback port and reads its bytes.
 import http from 'node:http';

@@ -58,3 +58,17 @@ function describe(value: unknown): string {
     return Object.prototype.toString.call(value);
   }
 }
+
+/** A stream closed but its client did not take the closing frames within the grace period; the adapter drops the connection. */
+export class StalledStreamError extends McpRxError {
+  override readonly name = 'StalledStreamError';
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_STALLED';
+  /** The grace period that ran out, in milliseconds. */
+  override readonly info: { readonly graceMs: number };
+
+  constructor(info: { readonly graceMs: number }) {
+    super(`the client took no closing frame within ${info.graceMs} ms of the close; drop the connection`);
+    this.info = info;
+  }
+}

@@ -1,3 +1,4 @@
+import { beginDispatch, endDispatch } from './clock.js';
 import { Observable, type Subscriber } from 'rxjs';
 import { encodeMessage, encodeResourceUpdated } from './encode.js';
 import type { MessageFrame, TopicKind } from './frame.js';
@@ -116,13 +117,19 @@ class Topic {
 
   emit(frame: MessageFrame): void {
     const list = (this.snapshot ??= Array.from(this.subscribers));
-    for (let i = 0; i < list.length; i++) {
-      // A failing stream must not stop delivery to the others, nor throw into the publisher.
-      try {
-        list[i]!.next(frame);
-      } catch (error) {
-        reportError('hub', error);
+    // One publish is one instant: the streams' clocks read the time once for all of them.
+    beginDispatch();
+    try {
+      for (let i = 0; i < list.length; i++) {
+        // A failing stream must not stop delivery to the others, nor throw into the publisher.
+        try {
+          list[i]!.next(frame);
+        } catch (error) {
+          reportError('hub', error);
+        }
       }
+    } finally {
+      endDispatch();
     }
   }
 }

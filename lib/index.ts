@@ -6,8 +6,7 @@ export { Hub, NotificationMethod } from './hub.js';
 export type { HubBus, HubEvent, HubOptions, PublishOptions, TaskStatus, TopicSelector } from './hub.js';
 
 /* Listen assembly */
-export { listenStream, notifications, StalledStreamError } from './listen.js';
-export type { ListenStreamInit } from './listen.js';
+export { notifications } from './notifications.js';
 export {
   acknowledgedNotification,
   authorizeListenFilter,
@@ -30,8 +29,6 @@ export {
   resolveStreamLimits,
 } from './options.js';
 export type { CloseNoticeMode, ListenOptions, StreamLimits } from './options.js';
-export { expiresAt, idleTimeout, lifetimeCap, shutdown, superseded } from './closeTriggers.js';
-export type { CloseTrigger } from './closeTriggers.js';
 
 /* Frames and encoding */
 export { controlFrame, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './frame.js';
@@ -50,7 +47,7 @@ export type {
   JsonRpcRequest,
   JsonRpcResultResponse,
 } from './jsonrpc.js';
-export { FrameEncodingError, InvalidOptionError, McpRxError } from './errors.js';
+export { FrameEncodingError, InvalidOptionError, McpRxError, StalledStreamError } from './errors.js';
 
 /* Protocol revisions, request context, limits and auth */
 export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './protocol.js';

@@ -2,6 +2,7 @@
  * Listen stream options and server-wide stream limits, validated once at construction
  * (DESIGN M13).
  */
+import { MAX_TIMER_DELAY } from './clock.js';
 import { InvalidOptionError } from './errors.js';
 
 /** What a server-side close sends before the stream ends (DESIGN M7). */
@@ -53,7 +54,7 @@ export interface StreamLimits {
  *
  * @see resolveListenOptions
  */
-export const MAX_TIMER_DELAY = 2_147_483_647;
+export { MAX_TIMER_DELAY };
 
 /**
  * The listen options used where none are given.

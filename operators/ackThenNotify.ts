@@ -1,6 +1,6 @@
-import { Observable, Subscriber } from 'rxjs';
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame } from '../lib/frame.js';
+import { Stage, stageOperator } from './stage.js';
 
 /**
  * Emits `ack` first, but only once the source is subscribed; then the source's frames.
@@ -31,47 +31,45 @@ import type { Frame } from '../lib/frame.js';
  * @see closeWhen
  */
 export function ackThenNotify(ack: Frame): MonoTypeOperatorFunction<Frame> {
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      const inner = new AckFirstSubscriber(subscriber, ack);
-      source.subscribe(inner);
-      // The source's subscribe has returned: its topics are registered.
-      if (!subscriber.closed) inner.sendAck();
-    });
+  return stageOperator(() => [new AckStage(ack)]);
 }
 
-// A Subscriber subclass rather than `merge(ack$, source.pipe(tap(…)))`: this sits on the per-frame
-// path of every stream, and one monomorphic layer costs a fraction of a merge plus a tap. Being
-// a child of the downstream subscriber, it is closed when the downstream unsubscribes, which
-// stops a synchronous source.
-class AckFirstSubscriber extends Subscriber<Frame> {
+/**
+ * The logic of {@link ackThenNotify}: the ack goes out once the source's subscribe has returned,
+ * or just before the source's first value, completion or error if it emits while being
+ * subscribed. A synchronous source is never buffered.
+ * @internal
+ */
+export class AckStage extends Stage<Frame> {
   private sent = false;
 
-  constructor(
-    destination: Subscriber<Frame>,
-    private readonly ack: Frame,
-  ) {
-    super(destination);
+  constructor(private readonly ack: Frame) {
+    super();
   }
 
-  sendAck(): void {
+  private sendAck(): void {
     if (this.sent) return;
     this.sent = true;
-    this.destination.next(this.ack);
+    this.out.push(this.ack);
   }
 
-  protected override _next(frame: Frame): void {
+  override opened(): void {
+    // The source's subscribe has returned: its topics are registered.
     this.sendAck();
-    this.destination.next(frame);
   }
 
-  protected override _error(error: unknown): void {
+  push(frame: Frame): void {
     this.sendAck();
-    super._error(error);
+    this.out.push(frame);
   }
 
-  protected override _complete(): void {
+  override end(): void {
     this.sendAck();
-    super._complete();
+    this.out.end();
+  }
+
+  override fail(error: unknown): void {
+    this.sendAck();
+    this.out.fail(error);
   }
 }

@@ -1,6 +1,6 @@
-import { Observable, Subject, Subscriber } from 'rxjs';
 import type { MonoTypeOperatorFunction } from 'rxjs';
-import type { CloseTrigger } from '../lib/closeTriggers.js';
+import { CloseStage, closePlan, type CloseTrigger } from './closeTriggers.js';
+import { stageOperator } from './stage.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import { controlFrame } from '../lib/frame.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
@@ -56,9 +56,13 @@ function isTriggerList(value: unknown): boolean {
  * // then completion (both messages tagged with the subscription id by tagSubscriptionId)
  * @param triggers one trigger or a list of them; an empty list never closes.
  * @param notice the listen request id and which closing frames to send; `mode` defaults to
- *   `'cancelled-then-result'`.
+ *   `'cancelled-then-result'`. `'end'`: no closing frames, the stream just completes on the first
+ *   reason (what a legacy GET stream does: its client reconnects).
+ * @param onClose called once with the reason, just before the closing frames; optional (the
+ *   endpoint lets a legacy session go of its stream at that moment). If it throws, the error
+ *   reaches whoever triggered the close.
  * @throws InvalidOptionError when a trigger is not a function, `notice.requestId` is not a string
- *   or finite number, or `notice.mode` is not one of the two modes.
+ *   or finite number, `notice.mode` is not one of the two modes, or `onClose` is not a function.
  * @see lifetimeCap
  * @see expiresAt
  * @see idleTimeout
@@ -66,10 +70,18 @@ function isTriggerList(value: unknown): boolean {
  * @see shutdown
  * @see tagSubscriptionId
  */
-export function closeWhen(triggers: CloseTrigger | readonly CloseTrigger[], notice: CloseNotice): MonoTypeOperatorFunction<Frame> {
+export function closeWhen(
+  triggers: CloseTrigger | readonly CloseTrigger[],
+  notice: CloseNotice | 'end',
+  onClose?: (reason: CloseReason) => void,
+): MonoTypeOperatorFunction<Frame> {
   const list: readonly CloseTrigger[] = typeof triggers === 'function' ? [triggers] : triggers;
   if (!isTriggerList(list)) {
     throw new InvalidOptionError('closeWhen triggers', 'a CloseTrigger function or an array of them', triggers);
+  }
+  if (onClose !== undefined && typeof onClose !== 'function') throw new InvalidOptionError('closeWhen onClose', 'a function', onClose);
+  if (notice === 'end') {
+    return stageOperator(() => [new CloseStage(closePlan(list, endingFrames(onClose)))]);
   }
   const requestId: unknown = notice?.requestId;
   if (!isJsonRpcId(requestId)) {
@@ -80,51 +92,35 @@ export function closeWhen(triggers: CloseTrigger | readonly CloseTrigger[], noti
     throw new InvalidOptionError('closeWhen notice.mode', '"cancelled-then-result" or "result-only"', mode);
   }
 
-  const closingFrames = (reason: CloseReason): Frame[] => {
-    const result = controlFrame({ jsonrpc: '2.0', id: requestId, result: { resultType: 'complete' } }, reason);
-    if (mode === 'result-only') return [result];
-    const cancelled = controlFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } }, reason);
-    return [cancelled, result];
+  const closingFrames = (reason: CloseReason) => {
+    onClose?.(reason);
+    return listenClosingFrames(requestId, mode, reason);
   };
 
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      const upstream = new Subject<Frame>();
-      const frames = upstream.asObservable();
-      let closing = false;
-      const close = (reason: CloseReason) => {
-        if (closing) return;
-        closing = true;
-        for (const frame of closingFrames(reason)) subscriber.next(frame);
-        subscriber.complete();
-      };
-      const fail = (error: unknown) => subscriber.error(error);
-      // The triggers are subscribed first so that they see every frame, even those the upstream
-      // emits while it is being subscribed. The first reason ends the stream, which unsubscribes
-      // the upstream and every trigger.
-      for (const trigger of list) {
-        if (subscriber.closed) return;
-        subscriber.add(trigger(frames).subscribe({ next: close, error: fail }));
-      }
-      if (subscriber.closed) return;
-      source.subscribe(new CloseWhenSubscriber(subscriber, upstream));
-    });
+  const plan = closePlan(list, closingFrames);
+  return stageOperator(() => [new CloseStage(plan)]);
 }
 
-// Hand-written rather than `merge(triggers, source.pipe(tap(…), endWith(END))).pipe(takeWhile(…))`:
-// it is on the per-frame path of every stream. As a child of the downstream subscriber it is closed
-// when the stream closes (by a trigger or by the downstream), which stops a synchronous source; a
-// frame on which a trigger closed the stream is therefore not forwarded.
-class CloseWhenSubscriber extends Subscriber<Frame> {
-  constructor(
-    destination: Subscriber<Frame>,
-    private readonly upstream: Subject<Frame>,
-  ) {
-    super(destination);
-  }
+const NO_FRAMES: readonly Frame[] = Object.freeze([]);
 
-  protected override _next(frame: Frame): void {
-    this.upstream.next(frame);
-    if (!this.closed) this.destination.next(frame);
-  }
+/** What a stream that just ends sends on a close: nothing (after telling `onClose`). @internal */
+export function endingFrames(onClose: ((reason: CloseReason) => void) | undefined): (reason: CloseReason) => readonly Frame[] {
+  return onClose === undefined
+    ? () => NO_FRAMES
+    : (reason) => {
+        onClose(reason);
+        return NO_FRAMES;
+      };
+}
+
+/**
+ * The closing frames of a listen stream closed for `reason`: `notifications/cancelled` (unless
+ * `mode` is `'result-only'`) and the listen result, both control frames carrying `closeReason`.
+ * @internal
+ */
+export function listenClosingFrames(requestId: JsonRpcId, mode: CloseNotice['mode'], reason: CloseReason): readonly Frame[] {
+  const result = controlFrame({ jsonrpc: '2.0', id: requestId, result: { resultType: 'complete' } }, reason);
+  if (mode === 'result-only') return [result];
+  const cancelled = controlFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } }, reason);
+  return [cancelled, result];
 }

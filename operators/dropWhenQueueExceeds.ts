@@ -1,8 +1,12 @@
-import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
-import { InvalidOptionError } from '../lib/errors.js';
+import { isObservable, Subscriber, type MonoTypeOperatorFunction, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
+import { Clock, type ClockEntry } from '../lib/clock.js';
+import { InvalidOptionError, StalledStreamError } from '../lib/errors.js';
 import { encodedByteLength } from '../lib/encode.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
 import { accountQueue } from '../lib/telemetry.js';
+import { requireInterval } from './keepAlive.js';
+import { Stage, stageOperator } from './stage.js';
 
 /**
  * How much a busy sink may have held for it: at most `notifications` undelivered notifications
@@ -69,54 +73,186 @@ export function dropWhenQueueExceeds(
   limit: number | QueueLimits,
   demand$: Observable<boolean>,
   onDrop?: DropHandler,
+  options?: DropOptions,
 ): MonoTypeOperatorFunction<Frame> {
+  if (!isObservable(demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', demand$);
+  const plan = queuePlan(limit, demand$, onDrop, options);
+  return stageOperator(() => [new QueueStage(plan)]);
+}
+
+/** More of what {@link dropWhenQueueExceeds} does. */
+export interface DropOptions {
+  /**
+   * Once the source has completed, how long the queued frames (say, a listen's closing frames)
+   * may wait for a sink that takes nothing, in milliseconds, before the stream errors with
+   * `StalledStreamError` (the adapter then drops the connection): a closed stream whose client
+   * never reads would otherwise hold its slot forever. A positive integer; default: wait forever.
+   * The endpoint's streams use `keepAliveInterval`.
+   */
+  readonly stallGraceMs?: number;
+  /** Where the grace period's time comes from; defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+}
+
+/** What every stream of one `dropWhenQueueExceeds` shares. @internal */
+export interface QueuePlan {
+  readonly notifications: number;
+  readonly bytes: number;
+  /** `undefined`: always ready. */
+  readonly demand$: Observable<boolean> | undefined;
+  /** `demand$` is a {@link Broadcast}: streams attach to it instead of subscribing. */
+  readonly direct: boolean;
+  readonly onDrop: DropHandler | undefined;
+  readonly stallGraceMs: number | undefined;
+  readonly clock: Clock | undefined;
+}
+
+/** Validates the arguments of {@link dropWhenQueueExceeds} into a {@link QueuePlan}. @internal */
+export function queuePlan(limit: number | QueueLimits, demand$: Observable<boolean> | undefined, onDrop?: DropHandler, options?: DropOptions): QueuePlan {
   const { notifications, bytes } = queueLimits(limit);
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      let ready = true;
-      let flushing = false;
-      let onFlushed: (() => void) | undefined;
-      const pending = new PendingFrames(notifications, onDrop, bytes);
+  if (demand$ !== undefined && !isObservable(demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', demand$);
+  const stallGraceMs = options?.stallGraceMs;
+  if (stallGraceMs !== undefined) requireInterval('dropWhenQueueExceeds stallGraceMs', stallGraceMs);
+  return {
+    notifications,
+    bytes,
+    demand$,
+    direct: demand$ instanceof Broadcast,
+    onDrop,
+    stallGraceMs,
+    clock: stallGraceMs === undefined ? undefined : Clock.of(options?.scheduler),
+  };
+}
 
-      const flush = () => {
-        // A sink that drains synchronously calls back into here from the `next` below: the loop
-        // that is already running picks the new demand up, so the stack does not grow.
-        if (flushing) return;
-        flushing = true;
-        try {
-          while (ready && pending.length > 0 && !subscriber.closed) subscriber.next(pending.shift());
-        } finally {
-          flushing = false;
-        }
-        if (pending.length === 0) onFlushed?.();
-      };
+/**
+ * The logic of {@link dropWhenQueueExceeds}: follows the sink's demand (attached to a
+ * {@link Broadcast} directly, else subscribed), passes frames while the sink is ready and nothing
+ * waits, else holds them in a {@link PendingFrames}; holds the source's completion until the queue
+ * is written, at most for the stall grace period (the stage is its own entry on the clock then).
+ * @internal
+ */
+export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEntry {
+  due = 0;
+  slot = -1;
+  seq = 0;
+  private ready = true;
+  private flushing = false;
+  private completed = false;
+  private released = false;
+  private pending: PendingFrames | undefined;
+  private demand: Subscription | undefined;
 
-      // True: write `frame` now. False: it was queued, coalesced, dropped or (a comment) skipped.
-      const passes = (frame: Frame): boolean => {
-        if (ready && pending.length === 0) return true;
-        pending.offer(frame);
-        return false;
-      };
+  constructor(private readonly plan: QueuePlan) {
+    super();
+  }
 
-      // The source's completion is held back until the queued frames are written.
-      const sourceCompleted = () => {
-        if (pending.length === 0) subscriber.complete();
-        else onFlushed = () => subscriber.complete();
-      };
+  override open(): void {
+    const { plan } = this;
+    if (plan.direct) (plan.demand$ as Broadcast<boolean>).attach(this);
+    else if (plan.demand$ !== undefined) this.demand = plan.demand$.subscribe(new DemandSubscriber(this));
+  }
 
-      subscriber.add(
-        demand$.subscribe({
-          next: (canWrite) => {
-            ready = canWrite;
-            if (canWrite) flush();
-          },
-          error: (error: unknown) => subscriber.error(error),
-        }),
-      );
-      if (subscriber.closed) return;
-      source.subscribe(new QueueingSubscriber(subscriber, passes, sourceCompleted));
-      return () => pending.clear();
-    });
+  push(frame: Frame): void {
+    if (this.ready && (this.pending === undefined || this.pending.length === 0)) {
+      this.out.push(frame);
+      return;
+    }
+    const plan = this.plan;
+    const pending = (this.pending ??= new PendingFrames(plan.notifications, plan.onDrop, plan.bytes));
+    try {
+      pending.offer(frame);
+    } catch (error) {
+      // `onDrop` (or the encoder measuring the frame) threw: the stream errors with that error.
+      this.fail(error);
+    }
+  }
+
+  onBroadcast(_source: Observable<unknown>, value: unknown): void {
+    this.onDemand(value as boolean);
+  }
+
+  /** The sink's demand changed. */
+  onDemand(canWrite: boolean): void {
+    this.ready = canWrite;
+    if (canWrite) this.flush();
+  }
+
+  private flush(): void {
+    // A sink that drains synchronously calls back into here from the `push` below: the loop that
+    // is already running picks the new demand up, so the stack does not grow.
+    const pending = this.pending;
+    if (this.flushing || pending === undefined) return;
+    this.flushing = true;
+    try {
+      while (this.ready && pending.length > 0 && !this.released) this.out.push(pending.shift());
+    } finally {
+      this.flushing = false;
+    }
+    if (this.completed && pending.length === 0 && !this.released) this.finish();
+  }
+
+  override end(): void {
+    if (this.pending === undefined || this.pending.length === 0) return this.finish();
+    // The source's completion waits for the queued frames, at most the grace period.
+    this.completed = true;
+    const { clock, stallGraceMs } = this.plan;
+    if (clock !== undefined) clock.add(this, clock.now() + stallGraceMs!);
+  }
+
+  /** The grace period ran out with frames still queued. */
+  fire(): void {
+    this.fail(new StalledStreamError({ graceMs: this.plan.stallGraceMs! }));
+  }
+
+  private finish(): void {
+    this.release();
+    this.out.end();
+  }
+
+  override fail(error: unknown): void {
+    this.release();
+    this.out.fail(error);
+  }
+
+  override dispose(): void {
+    this.release();
+  }
+
+  /** Leaves the demand and the clock, drops what is queued; the stage passes nothing from then on. */
+  private release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.plan.clock?.remove(this);
+    if (this.plan.direct) (this.plan.demand$ as Broadcast<boolean>).detach(this);
+    this.demand?.unsubscribe();
+    this.demand = undefined;
+    this.pending?.clear();
+  }
+
+  demandError(error: unknown): void {
+    this.fail(error);
+  }
+}
+
+// A bare Subscriber rather than an observer object: subscribing it allocates no SafeSubscriber.
+class DemandSubscriber extends Subscriber<boolean> {
+  constructor(private readonly stage: QueueStage) {
+    super();
+  }
+
+  protected override _next(value: boolean): void {
+    this.stage.onDemand(value);
+  }
+
+  protected override _error(error: unknown): void {
+    this.unsubscribe();
+    this.stage.demandError(error);
+  }
+
+  protected override _complete(): void {
+    // The demand keeps its last value.
+    this.unsubscribe();
+  }
 }
 
 /** `limit` as both numbers, validated. @internal */
@@ -141,8 +277,7 @@ export function queueLimits(limit: number | QueueLimits): Required<QueueLimits> 
  * comments are skipped, a notification whose `coalesceKey` is already held is discarded, one
  * that finds `limit` notifications held or would take the bytes held past `maxBytes` is dropped
  * (reported to `onDrop`), control frames are always held and never count against `limit`.
- * Shared with the fused listen pipeline (`lib/listen.ts`). Allocates nothing until the first
- * frame is held.
+ * Allocates nothing until the first frame is held.
  * @internal
  */
 export class PendingFrames {
@@ -209,36 +344,6 @@ export class PendingFrames {
     this.keys?.clear();
     this.notifications = 0;
     this.bytes = 0;
-  }
-}
-
-// One hand-written layer instead of `filter(passes)` + `concatWith(flushed$)` on the per-frame path
-// of every stream. As a child of the downstream subscriber it is closed when the downstream
-// unsubscribes, which stops a synchronous source.
-class QueueingSubscriber extends Subscriber<Frame> {
-  constructor(
-    destination: Subscriber<Frame>,
-    private readonly passes: (frame: Frame) => boolean,
-    private readonly sourceCompleted: () => void,
-  ) {
-    super(destination);
-  }
-
-  protected override _next(frame: Frame): void {
-    let passes: boolean;
-    try {
-      passes = this.passes(frame);
-    } catch (error) {
-      // `onDrop` threw: the stream errors with that error (as a throwing `filter` predicate would).
-      this.destination.error(error);
-      return;
-    }
-    if (passes) this.destination.next(frame);
-  }
-
-  protected override _complete(): void {
-    this.unsubscribe();
-    this.sourceCompleted();
   }
 }
 

@@ -1,12 +1,10 @@
-import { asyncScheduler, interval, Observable } from 'rxjs';
+import { asyncScheduler } from 'rxjs';
 import type { MonoTypeOperatorFunction, SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import { KEEP_ALIVE } from '../lib/frame.js';
 import type { Frame } from '../lib/frame.js';
-
-// Node fires a timer whose delay exceeds 2^31 - 1 ms after 1 ms instead: a longer interval would
-// flood the socket with keep-alives.
-const MAX_TIMER_DELAY = 2_147_483_647;
+import { Clock, MAX_TIMER_DELAY, type ClockEntry } from '../lib/clock.js';
+import { Stage, stageOperator } from './stage.js';
 
 
 /**
@@ -33,15 +31,60 @@ const MAX_TIMER_DELAY = 2_147_483_647;
  * @see closeWhen
  */
 export function keepAlive(intervalMs: number, scheduler: SchedulerLike = asyncScheduler): MonoTypeOperatorFunction<Frame> {
+  requireInterval('keepAlive intervalMs', intervalMs);
+  const clock = Clock.of(scheduler);
+  return stageOperator(() => [new KeepAliveStage(intervalMs, clock)]);
+}
+
+/** @internal */
+export function requireInterval(option: string, intervalMs: number): void {
   if (!Number.isInteger(intervalMs) || intervalMs <= 0 || intervalMs > MAX_TIMER_DELAY) {
-    throw new InvalidOptionError('keepAlive intervalMs', 'a positive integer of milliseconds (at most 2147483647)', intervalMs);
+    throw new InvalidOptionError(option, `a positive integer of milliseconds (at most ${MAX_TIMER_DELAY})`, intervalMs);
   }
-  // Hand-written rather than `merge(materialize…)`: this sits on the per-frame path of every stream,
-  // and the subscriber handed straight to the source costs no allocation per frame. The source's
-  // end ends the subscriber, which releases the ticks; unsubscribing stops a synchronous source.
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      subscriber.add(interval(intervalMs, scheduler).subscribe(() => subscriber.next(KEEP_ALIVE)));
-      source.subscribe(subscriber);
-    });
+}
+
+/**
+ * The logic of {@link keepAlive}: the stage is its own entry on the shared {@link Clock}, due
+ * `intervalMs` after the subscription and then `intervalMs` after each tick.
+ * @internal
+ */
+export class KeepAliveStage extends Stage<Frame> implements ClockEntry {
+  due = 0;
+  slot = -1;
+  seq = 0;
+
+  constructor(
+    private readonly intervalMs: number,
+    private readonly clock: Clock,
+  ) {
+    super();
+  }
+
+  override open(): void {
+    this.clock.add(this, this.clock.now() + this.intervalMs);
+  }
+
+  fire(now: number): void {
+    // Due again one interval after this tick (a late tick does not bring a burst of catch-up ones).
+    this.clock.add(this, now + this.intervalMs);
+    this.out.push(KEEP_ALIVE);
+  }
+
+  push(frame: Frame): void {
+    this.out.push(frame);
+  }
+
+  override end(): void {
+    this.dispose();
+    this.out.end();
+  }
+
+  override fail(error: unknown): void {
+    this.dispose();
+    this.out.fail(error);
+  }
+
+  override dispose(): void {
+    this.clock.remove(this);
+  }
 }

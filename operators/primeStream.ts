@@ -1,7 +1,8 @@
-import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame, PrimingFrame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+import { Stage, stageOperator } from './stage.js';
 
 const DECIMAL = /^[0-9]+$/;
 
@@ -39,29 +40,76 @@ const DECIMAL = /^[0-9]+$/;
  * @see withEventIds
  */
 export function primeStream(lastEventId: string | null | undefined, log: EventLog, retry: number): MonoTypeOperatorFunction<Frame> {
+  requireRetry(retry);
+  return stageOperator(() => [new PrimeStage(lastEventId, log, retry)]);
+}
+
+/**
+ * The logic of {@link primeStream}: the priming event goes out before the source is subscribed;
+ * with an asynchronous log the source's frames and completion are held until it is out.
+ * @internal
+ */
+export class PrimeStage extends Stage<Frame> {
+  private held: Frame[] | undefined;
+  private completed = false;
+  private stopped = false;
+
+  constructor(
+    private readonly lastEventId: string | null | undefined,
+    private readonly log: EventLog,
+    private readonly retry: number,
+  ) {
+    super();
+  }
+
+  override open(): void {
+    const id = primingId(this.lastEventId, this.log);
+    if (!isThenable(id)) {
+      this.out.push(priming(id, this.retry));
+      return;
+    }
+    this.held = [];
+    id.then(
+      (known) => {
+        if (this.stopped) return;
+        this.out.push(priming(known, this.retry));
+        const held = this.held!;
+        this.held = undefined;
+        for (let i = 0; i < held.length && !this.stopped; i++) this.out.push(held[i]!);
+        if (this.completed && !this.stopped) this.out.end();
+      },
+      (error: unknown) => {
+        if (!this.stopped) this.fail(error);
+      },
+    );
+  }
+
+  push(frame: Frame): void {
+    if (this.held !== undefined) this.held.push(frame);
+    else this.out.push(frame);
+  }
+
+  override end(): void {
+    if (this.held !== undefined) this.completed = true;
+    else this.out.end();
+  }
+
+  override fail(error: unknown): void {
+    this.dispose();
+    this.out.fail(error);
+  }
+
+  override dispose(): void {
+    this.stopped = true;
+    this.held = undefined;
+  }
+}
+
+/** @internal */
+export function requireRetry(retry: number): void {
   if (!Number.isSafeInteger(retry) || retry < 0) {
     throw new InvalidOptionError('primeStream retry', 'a non-negative integer of milliseconds', retry);
   }
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      const id = primingId(lastEventId, log);
-      if (!isThenable(id)) {
-        subscriber.next(priming(id, retry));
-        // Handing `subscriber` itself to the source lets unsubscribing stop a synchronous source.
-        if (!subscriber.closed) source.subscribe(subscriber);
-        return;
-      }
-      const holding = new HoldingSubscriber(subscriber);
-      id.then(
-        (known) => {
-          if (subscriber.closed) return;
-          subscriber.next(priming(known, retry));
-          holding.release();
-        },
-        (error: unknown) => subscriber.error(error),
-      );
-      source.subscribe(holding);
-    });
 }
 
 /** The id a client is primed with (see {@link primeStream}); `undefined` when the log cannot tell. */
@@ -81,33 +129,4 @@ function lowest(given: string | undefined, newest: string | undefined): string |
 
 function priming(eventId: string | undefined, retry: number): PrimingFrame {
   return eventId === undefined ? { type: 'prime', retry } : { type: 'prime', eventId, retry };
-}
-
-/** Holds the stream's frames (and its completion) until the priming event is out. */
-class HoldingSubscriber extends Subscriber<Frame> {
-  private held: Frame[] | undefined = [];
-  private completed = false;
-
-  release(): void {
-    const held = this.held;
-    this.held = undefined;
-    for (let i = 0; held !== undefined && i < held.length && !this.closed; i++) this.destination.next(held[i]!);
-    if (this.completed && !this.closed) this.destination.complete();
-  }
-
-  protected override _next(frame: Frame): void {
-    if (this.held !== undefined) this.held.push(frame);
-    else this.destination.next(frame);
-  }
-
-  protected override _complete(): void {
-    if (this.held !== undefined) this.completed = true;
-    else this.destination.complete();
-  }
-
-  constructor(destination: Subscriber<Frame>) {
-    super(destination);
-  }
-
-  // `complete` marks a Subscriber stopped, not closed: a held completion is released later.
 }

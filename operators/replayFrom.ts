@@ -1,6 +1,7 @@
-import { concatWith, ignoreElements, Observable, tap, type MonoTypeOperatorFunction } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame, MessageFrame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+import { Stage, stageOperator } from './stage.js';
 
 /**
  * Writes the frames a reconnecting client missed, with their original ids, then the live
@@ -35,58 +36,97 @@ import { isThenable, type EventLog } from '../lib/replayBuffer.js';
  * @see ReplayBuffer
  */
 export function replayFrom(lastEventId: string | null | undefined, log: EventLog): MonoTypeOperatorFunction<Frame> {
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      let state: 'waiting' | 'replaying' | 'live' = 'waiting';
-      let held: Frame[] = [];
-      let onReplayed: (() => void) | undefined;
-      let newestId = -Infinity;
+  return stageOperator(() => [new ReplayStage(lastEventId, log)]);
+}
 
-      const write = (frame: Frame) => {
-        if (frame.type === 'message' && frame.eventId !== undefined) {
-          const id = Number(frame.eventId);
-          if (id <= newestId) return;
-          if (!Number.isNaN(id)) newestId = id;
-        }
-        subscriber.next(frame);
-      };
+/**
+ * The logic of {@link replayFrom}: the log is read at the first live frame or once the source's
+ * subscribe has returned; live frames wait while the replay is written; the seam is cut by id.
+ * @internal
+ */
+export class ReplayStage extends Stage<Frame> {
+  private state: 'waiting' | 'replaying' | 'live' = 'waiting';
+  private held: Frame[] | undefined;
+  private completed = false;
+  private stopped = false;
+  private newestId = Number.NEGATIVE_INFINITY;
 
-      const replay = () => {
-        state = 'replaying';
-        const kept = log.after(lastEventId);
-        if (isThenable(kept)) kept.then(finish, (error: unknown) => subscriber.error(error));
-        else finish(kept);
-      };
+  constructor(
+    private readonly lastEventId: string | null | undefined,
+    private readonly log: EventLog,
+  ) {
+    super();
+  }
 
-      const finish = (kept: readonly MessageFrame[]) => {
-        for (const frame of kept) {
-          if (subscriber.closed) return;
-          write(frame);
-        }
-        for (let i = 0; i < held.length && !subscriber.closed; i++) write(held[i]!);
-        held = [];
-        state = 'live';
-        onReplayed?.();
-      };
+  override opened(): void {
+    if (this.state === 'waiting') this.replay();
+  }
 
-      const live = (frame: Frame) => {
-        if (state === 'live') {
-          write(frame);
-          return;
-        }
-        held.push(frame);
-        if (state === 'waiting') replay();
-      };
+  push(frame: Frame): void {
+    if (this.state === 'live') {
+      this.write(frame);
+      return;
+    }
+    (this.held ??= []).push(frame);
+    if (this.state === 'waiting') this.replay();
+  }
 
-      // A source that completes before the replay is written (or while it is) ends after it.
-      const replayed$ = new Observable<never>((done) => {
-        onReplayed = () => done.complete();
-        if (state === 'live') done.complete();
-        else if (state === 'waiting') replay();
-      });
+  override end(): void {
+    // A source that completes before the replay is written (or while it is) ends after it.
+    if (this.state === 'live') this.out.end();
+    else {
+      this.completed = true;
+      if (this.state === 'waiting') this.replay();
+    }
+  }
 
-      // Handing `subscriber` itself to the chain lets unsubscribing stop a synchronous source.
-      source.pipe(tap(live), ignoreElements(), concatWith(replayed$)).subscribe(subscriber);
-      if (state === 'waiting' && !subscriber.closed) replay();
-    });
+  override fail(error: unknown): void {
+    this.dispose();
+    this.out.fail(error);
+  }
+
+  override dispose(): void {
+    this.stopped = true;
+    this.held = undefined;
+  }
+
+  private write(frame: Frame): void {
+    if (frame.type === 'message' && frame.eventId !== undefined) {
+      const id = Number(frame.eventId);
+      if (id <= this.newestId) return;
+      if (!Number.isNaN(id)) this.newestId = id;
+    }
+    this.out.push(frame);
+  }
+
+  private replay(): void {
+    this.state = 'replaying';
+    const kept = this.log.after(this.lastEventId);
+    if (isThenable(kept)) {
+      kept.then(
+        (frames) => this.finish(frames),
+        (error: unknown) => {
+          if (!this.stopped) this.fail(error);
+        },
+      );
+    } else {
+      this.finish(kept);
+    }
+  }
+
+  private finish(kept: readonly MessageFrame[]): void {
+    for (let i = 0; i < kept.length; i++) {
+      if (this.stopped) return;
+      this.write(kept[i]!);
+    }
+    // Frames that arrive while these are written join the end of the same list.
+    for (let i = 0; this.held !== undefined && i < this.held.length; i++) {
+      if (this.stopped) return;
+      this.write(this.held[i]!);
+    }
+    this.held = undefined;
+    if (this.stopped) return;
+    this.state = 'live';
+    if (this.completed) this.out.end();
+  }
 }

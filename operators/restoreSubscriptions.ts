@@ -1,5 +1,6 @@
-import { catchError, defer, EMPTY, from, ignoreElements, mergeMap, Observable, type MonoTypeOperatorFunction, type ObservableInput } from 'rxjs';
+import { catchError, defer, EMPTY, from, ignoreElements, mergeMap, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type Subscription } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
+import { Stage, stageOperator } from './stage.js';
 
 /**
  * Restores a legacy session's persisted resource subscriptions once its stream is open, a few
@@ -34,10 +35,57 @@ export function restoreSubscriptions<T>(
   concurrency = 8,
   onError?: (uri: string, error: unknown) => void,
 ): MonoTypeOperatorFunction<T> {
+  const restore$ = restoreObservable(uris, subscribe, concurrency, onError);
+  return stageOperator(() => [new RestoreStage<T>(restore$)]);
+}
+
+/**
+ * The logic of {@link restoreSubscriptions}: the restores start once the source is subscribed
+ * and stop with the stream.
+ * @internal
+ */
+export class RestoreStage<T> extends Stage<T> {
+  private restoring: Subscription | undefined;
+
+  constructor(private readonly restore$: Observable<never>) {
+    super();
+  }
+
+  override opened(): void {
+    this.restoring = this.restore$.subscribe({ error: (error: unknown) => this.fail(error) });
+  }
+
+  push(value: T): void {
+    this.out.push(value);
+  }
+
+  override end(): void {
+    this.dispose();
+    this.out.end();
+  }
+
+  override fail(error: unknown): void {
+    this.dispose();
+    this.out.fail(error);
+  }
+
+  override dispose(): void {
+    this.restoring?.unsubscribe();
+    this.restoring = undefined;
+  }
+}
+
+/** The restores of {@link restoreSubscriptions} as one Observable, validated. @internal */
+export function restoreObservable(
+  uris: Iterable<string>,
+  subscribe: (uri: string) => ObservableInput<unknown>,
+  concurrency = 8,
+  onError?: (uri: string, error: unknown) => void,
+): Observable<never> {
   if (!Number.isInteger(concurrency) || concurrency <= 0) {
     throw new InvalidOptionError('restoreSubscriptions concurrency', 'a positive integer', concurrency);
   }
-  const restore$ = from(uris).pipe(
+  return from(uris).pipe(
     mergeMap(
       (uri) =>
         defer(() => subscribe(uri)).pipe(
@@ -50,10 +98,4 @@ export function restoreSubscriptions<T>(
       concurrency,
     ),
   );
-  return (source) =>
-    new Observable<T>((subscriber) => {
-      source.subscribe(subscriber);
-      if (subscriber.closed) return;
-      subscriber.add(restore$.subscribe({ error: (error: unknown) => subscriber.error(error) }));
-    });
 }

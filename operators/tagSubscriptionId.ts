@@ -1,7 +1,7 @@
-import { Observable, Subscriber } from 'rxjs';
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
-import type { Frame } from '../lib/frame.js';
+import type { Frame, MessageFrame } from '../lib/frame.js';
+import { Stage, stageOperator } from './stage.js';
 import { isJsonRpcId } from '../lib/jsonrpc.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
 
@@ -34,23 +34,40 @@ export function tagSubscriptionId(id: JsonRpcId): MonoTypeOperatorFunction<Frame
   if (!isJsonRpcId(id)) {
     throw new InvalidOptionError('tagSubscriptionId id', 'a string or a finite number (the listen request id)', id);
   }
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      source.subscribe(new TagSubscriber(subscriber, id));
-    });
+  return stageOperator(() => [new TagStage(id)]);
 }
 
-// One monomorphic Subscriber layer instead of `map`: this runs once per frame per stream. As a
-// child of the downstream subscriber it is closed by its unsubscription (a synchronous source stops).
-class TagSubscriber extends Subscriber<Frame> {
-  constructor(
-    destination: Subscriber<Frame>,
-    private readonly id: JsonRpcId,
-  ) {
-    super(destination);
+/**
+ * The logic of {@link tagSubscriptionId}.
+ * @internal
+ */
+export class TagStage extends Stage<Frame> {
+  constructor(private readonly id: JsonRpcId) {
+    super();
   }
 
-  protected override _next(frame: Frame): void {
-    this.destination.next(frame.type === 'message' ? { ...frame, subscriptionId: this.id } : frame);
+  push(frame: Frame): void {
+    this.out.push(frame.type === 'message' ? tagged(frame, this.id) : frame);
   }
+}
+
+/**
+ * `frame` with `subscriptionId` set. A hub notification always has exactly the members of the
+ * literal below, in this order: for it the copy is one literal of one fixed shape (several times
+ * faster per frame than a spread); any other frame is spread.
+ * @internal
+ */
+export function tagged(frame: MessageFrame, id: JsonRpcId): MessageFrame {
+  if (frame.priority === 'notification' && frame.encoded !== undefined && frame.eventId === undefined && frame.closeReason === undefined && frame.scope === undefined) {
+    return {
+      type: 'message',
+      message: frame.message,
+      priority: frame.priority,
+      topic: frame.topic,
+      coalesceKey: frame.coalesceKey,
+      encoded: frame.encoded,
+      subscriptionId: id,
+    };
+  }
+  return { ...frame, subscriptionId: id };
 }

@@ -1,6 +1,7 @@
-import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame, MessageFrame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+import { Stage, stageOperator } from './stage.js';
 
 /**
  * Gives every message frame the session's next SSE event id and records it for replay.
@@ -25,62 +26,92 @@ import { isThenable, type EventLog } from '../lib/replayBuffer.js';
  * @see ReplayBuffer
  */
 export function withEventIds(log: EventLog): MonoTypeOperatorFunction<Frame> {
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      // Frames waiting for an earlier frame's asynchronous append; empty on the synchronous path.
-      let waiting: (Frame | PromiseLike<MessageFrame>)[] = [];
-      let draining = false;
-      let completed = false;
-      const drain = () => {
-        if (draining) return;
-        draining = true;
-        const next = () => {
-          while (waiting.length > 0 && !subscriber.closed) {
-            const head = waiting[0]!;
-            if (isThenable(head)) {
-              head.then(
-                (stamped) => {
-                  waiting[0] = stamped;
-                  next();
-                },
-                (error: unknown) => subscriber.error(error),
-              );
-              return;
-            }
+  return stageOperator(() => [new EventIdStage(log)]);
+}
+
+/**
+ * The logic of {@link withEventIds}: with a synchronous log every frame passes at once; with an
+ * asynchronous one, frames wait in order for the ids of the frames before them.
+ * @internal
+ */
+export class EventIdStage extends Stage<Frame> {
+  // Frames waiting for an earlier frame's asynchronous append; empty on the synchronous path.
+  private waiting: (Frame | PromiseLike<MessageFrame>)[] | undefined;
+  private draining = false;
+  private completed = false;
+  private stopped = false;
+
+  /**
+   * @param log where ids come from and frames are recorded.
+   * @param onAppendError when given, a frame whose asynchronous append failed is reported to it
+   *   and skipped, and the frames after it go on (a legacy session's feed, which outlives its
+   *   streams); without it the failure errors the stream.
+   */
+  constructor(
+    private readonly log: EventLog,
+    private readonly onAppendError?: (error: unknown) => void,
+  ) {
+    super();
+  }
+
+  push(frame: Frame): void {
+    if (this.stopped) return;
+    const stamped = frame.type === 'message' ? this.log.append(frame) : frame;
+    if ((this.waiting === undefined || this.waiting.length === 0) && !isThenable(stamped)) {
+      this.out.push(stamped);
+      return;
+    }
+    (this.waiting ??= []).push(stamped);
+    this.drain();
+  }
+
+  private drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    const waiting = this.waiting!;
+    while (waiting.length > 0 && !this.stopped) {
+      const head = waiting[0]!;
+      if (isThenable(head)) {
+        head.then(
+          (stamped) => {
+            if (this.stopped) return;
+            waiting[0] = stamped;
+            this.draining = false;
+            this.drain();
+          },
+          (error: unknown) => {
+            if (this.stopped) return;
+            if (this.onAppendError === undefined) return this.fail(error);
+            this.onAppendError(error);
             waiting.shift();
-            subscriber.next(head);
-          }
-          draining = false;
-          if (completed && waiting.length === 0) subscriber.complete();
-        };
-        next();
-      };
-      // A Subscriber of our own, chained to `subscriber`: unsubscribing closes it, which stops a
-      // synchronous source, and the fast path allocates nothing per frame.
-      const inner = new Subscriber<Frame>({
-        next: (frame) => {
-          const stamped = frame.type === 'message' ? log.append(frame) : frame;
-          if (waiting.length === 0 && !isThenable(stamped)) {
-            subscriber.next(stamped);
-            return;
-          }
-          waiting.push(stamped);
-          drain();
-        },
-        error: (error: unknown) => {
-          waiting = [];
-          subscriber.error(error);
-        },
-        complete: () => {
-          completed = true;
-          if (waiting.length === 0) subscriber.complete();
-          else drain();
-        },
-      });
-      subscriber.add(inner);
-      subscriber.add(() => {
-        waiting = [];
-      });
-      source.subscribe(inner);
-    });
+            this.draining = false;
+            this.drain();
+          },
+        );
+        return;
+      }
+      waiting.shift();
+      this.out.push(head);
+    }
+    this.draining = false;
+    if (this.completed && waiting.length === 0 && !this.stopped) this.out.end();
+  }
+
+  override end(): void {
+    if (this.stopped) return;
+    this.completed = true;
+    if (this.waiting === undefined || this.waiting.length === 0) this.out.end();
+    else this.drain();
+  }
+
+  override fail(error: unknown): void {
+    if (this.stopped) return;
+    this.dispose();
+    this.out.fail(error);
+  }
+
+  override dispose(): void {
+    this.stopped = true;
+    this.waiting = undefined;
+  }
 }

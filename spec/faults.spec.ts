@@ -20,7 +20,7 @@ import type { EndpointRequest } from '../lib/context.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import type { Frame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
-import { StalledStreamError } from '../lib/listen.js';
+import { StalledStreamError } from '../lib/errors.js';
 import { channels, type ErrorEvent, type StartEvent } from '../lib/telemetry.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from './helpers/http.js';
 

@@ -5,7 +5,8 @@ import { encodeFrame } from '../lib/encode.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
-import { listenStream, StalledStreamError } from '../lib/listen.js';
+import { listenStream } from '../operators/listenPipeline.js';
+import { StalledStreamError } from '../lib/errors.js';
 import { channels, type StopEvent } from '../lib/telemetry.js';
 import { testScheduler } from './helpers/marbles.js';
 

@@ -14,7 +14,7 @@ import { collectMetrics, MissingPeerDependencyError } from '../adapters/metrics/
 import { requirePeer } from '../adapters/peer.js';
 import { redisChannels } from '../adapters/redis/telemetry.js';
 import { BehaviorSubject } from 'rxjs';
-import { listenStream } from '../lib/listen.js';
+import { listenStream } from '../operators/listenPipeline.js';
 import { channels, queueTotals } from '../lib/telemetry.js';
 import { listenBody, SseConnection, startEndpoint } from './helpers/http.js';
 import { GetStream, initialize } from './helpers/legacy.js';

@@ -7,7 +7,8 @@ import type { AuthInfo } from '../lib/auth.js';
 import type { EndpointRequest } from '../lib/context.js';
 import type { Frame, MessageFrame } from '../lib/frame.js';
 import { Hub, type HubBus, type HubEvent } from '../lib/hub.js';
-import { listenStream, notifications } from '../lib/listen.js';
+import { listenStream } from '../operators/listenPipeline.js';
+import { notifications } from '../lib/notifications.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint } from './helpers/http.js';
 import { call, GetStream, initialize } from './helpers/legacy.js';
 

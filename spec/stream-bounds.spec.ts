@@ -17,7 +17,7 @@ import type { EndpointRequest } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import { controlFrame, type Frame, type MessageFrame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
-import { listenStream } from '../lib/listen.js';
+import { listenStream } from '../operators/listenPipeline.js';
 import { channels, type DropEvent, type ErrorEvent, type StartEvent } from '../lib/telemetry.js';
 import { dropWhenQueueExceeds } from '../operators/dropWhenQueueExceeds.js';
 import { eventually, listenBody, LISTEN_HEADERS, post, SseConnection } from './helpers/http.js';

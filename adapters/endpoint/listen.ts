@@ -5,7 +5,7 @@ import { authorizeListenFilter, type ListenFilter, parseListenFilter, type Serve
 import type { Frame } from '../../lib/frame.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
-import { listenStream } from '../../lib/listen.js';
+import { listenStream } from '../../operators/listenPipeline.js';
 import type { ListenOptions } from '../../lib/options.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
 import type { Slot, StreamSlots } from '../../lib/slots.js';

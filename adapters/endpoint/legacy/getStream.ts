@@ -2,24 +2,16 @@ import {
   defer,
   EMPTY,
   finalize,
-  identity,
-  type MonoTypeOperatorFunction,
   noop,
   type Observable,
   Subject,
   Subscriber,
   Subscription,
-  timer,
 } from 'rxjs';
-import { dropWhenQueueExceeds } from '../../../operators/dropWhenQueueExceeds.js';
-import { keepAlive } from '../../../operators/keepAlive.js';
-import { primeStream } from '../../../operators/primeStream.js';
-import { replayFrom } from '../../../operators/replayFrom.js';
-import { restoreSubscriptions } from '../../../operators/restoreSubscriptions.js';
-import { expiresAt as tokenExpiry } from '../../../lib/closeTriggers.js';
+import { sessionPipeline } from '../../../operators/sessionPipeline.js';
+import { Clock } from '../../../lib/clock.js';
 import type { RequestContext } from '../../../lib/context.js';
 import type { Frame, MessageFrame } from '../../../lib/frame.js';
-import { failWhenStalled } from '../../../lib/stallGuard.js';
 import { channels, reportError } from '../../../lib/telemetry.js';
 import { endStream, type LiveSession, sleep, type StreamHandle } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
@@ -67,7 +59,7 @@ export function openGetStream(
       // DESIGN M8 for GET streams too: over the cap, the principal's oldest stream of either
       // kind is superseded (a GET one ends cleanly, and its client reconnects).
       const admission = init.principals.admit(context.auth.principal);
-      const handle: StreamHandle = { feed: new Subject<Frame>(), ended: new Subject<void>(), admission };
+      const handle: StreamHandle = { feed: new Subject<Frame>(), admission };
       session.stream = handle;
       session.streamContext = context;
       session.scopes = context.auth.scopes;
@@ -76,34 +68,37 @@ export function openGetStream(
       session.grace?.unsubscribe();
       session.grace = undefined;
       watchListChanged(init, session);
-      // Like a listen, a GET stream lives at most maxStreamLifetime: its client reconnects (with
-      // Last-Event-ID) and its subscriptions are authorized again on restore.
-      const ends: Subscription[] = [
-        shutdown$.subscribe(() => endStream(session, handle)),
-        admission.superseded$.subscribe(() => endStream(session, handle)),
-        // maxStreamLifetime is validated to fit one timer: one scheduled action, not a trigger chain.
-        scheduler.schedule(() => endStream(session, handle), maxStreamLifetime),
-      ];
-      const expiresAt = context.auth.expiresAt;
-      if (expiresAt !== undefined) {
-        ends.push(tokenExpiry(expiresAt, scheduler)(EMPTY).subscribe(() => endStream(session, handle)));
-      }
       // Restore what is on the record but not live (after a grace period ran out, or on another node).
       const toRestore = { [Symbol.iterator]: () => session.uris.filter((uri) => !session.live.has(uri))[Symbol.iterator]() };
-      // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
-      const replay: MonoTypeOperatorFunction<Frame> = lastEventId === undefined ? identity : replayFrom(lastEventId, session.log);
       return handle.feed.pipe(
-        replay,
-        // DESIGN L7: the stream opens with the id its client can resume from, heard or not.
-        primeStream(lastEventId, session.log, init.options.reconnectDelay),
-        keepAlive(keepAliveInterval, scheduler),
-        dropWhenQueueExceeds({ notifications: maxQueue, bytes: maxQueueBytes }, demand$, onDrop),
-        restoreSubscriptions(toRestore, (uri) => restore(init, session, uri, context, handle), RESTORE_CONCURRENCY, (uri, error) =>
-          reportError('source', new RestoreError(uri, error)),
-        ),
-        failWhenStalled(handle.ended, keepAliveInterval, scheduler),
+        // DESIGN L7–L9 as one composite operator: replay after Last-Event-ID, the priming event,
+        // keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
+        // subscriptions are authorized again on restore), token expiry, supersede and shutdown,
+        // the bounded queue, and the restore of the persisted subscriptions.
+        sessionPipeline({
+          lastEventId,
+          log: session.log,
+          reconnectDelay: init.options.reconnectDelay,
+          keepAliveInterval,
+          maxStreamLifetime,
+          expiresAt: context.auth.expiresAt,
+          supersede$: admission.superseded$,
+          shutdown$,
+          queue: { notifications: maxQueue, bytes: maxQueueBytes },
+          demand$,
+          onDrop,
+          restore: {
+            uris: toRestore,
+            subscribe: (uri) => restore(init, session, uri, context, handle),
+            concurrency: RESTORE_CONCURRENCY,
+            onError: (uri, error) => reportError('source', new RestoreError(uri, error)),
+          },
+          // Closed by a trigger: the session lets go of the stream at once (its slot in the
+          // principal's cap too), while the stream writes what it holds.
+          onClose: () => endStream(session, handle),
+          scheduler,
+        }),
         finalize(() => {
-          for (const end of ends) end.unsubscribe();
           admission.release();
           slot.release();
           detach(owner, session, handle);
@@ -134,7 +129,7 @@ function detach(owner: StreamOwner, session: LiveSession, handle: StreamHandle):
   const changes = init.bus === undefined ? { lastActivity: session.lastActivity } : { lastActivity: session.lastActivity, streamNode: null };
   Promise.resolve(init.store.update(session.id, changes)).catch((error: unknown) => reportError('source', error));
   session.grace?.unsubscribe();
-  session.grace = timer(init.options.sessionGracePeriod, init.scheduler).subscribe(() => {
+  session.grace = Clock.of(init.scheduler).after(init.options.sessionGracePeriod, () => {
     session.grace = undefined;
     if (session.stream === undefined) sleep(session);
   });

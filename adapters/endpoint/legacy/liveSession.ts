@@ -1,8 +1,10 @@
-import { Subject, type Subscription } from 'rxjs';
+import { noop, Subject, type Subscription } from 'rxjs';
+import { linkStages, type Downstream } from '../../../operators/stage.js';
+import { EventIdStage } from '../../../operators/withEventIds.js';
 import type { RequestContext } from '../../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js';
 import type { Admission } from '../../../lib/principals.js';
-import { isThenable, type EventLog } from '../../../lib/replayBuffer.js';
+import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
 
@@ -11,7 +13,6 @@ const NO_SCOPES: ReadonlySet<string> = new Set();
 /** A GET stream of a session: where its live frames go, and how the server ends it. @internal */
 export interface StreamHandle {
   readonly feed: Subject<Frame>;
-  readonly ended: Subject<void>;
   /** Its place in the principal's cap: given back as soon as the stream is ended. */
   readonly admission: Admission;
 }
@@ -40,7 +41,8 @@ export class LiveSession {
   readonly live = new Map<string, Subscription>();
   readonly pending = new Map<string, PendingSubscribe>();
   listChanged: Subscription | undefined;
-  grace: Subscription | undefined;
+  /** The grace period after its GET stream ended, on the endpoint's clock. */
+  grace: { unsubscribe(): void } | undefined;
   ended = false;
   /** Emits when a GET stream attaches or the session ends. */
   readonly changed = new Subject<void>();
@@ -50,8 +52,11 @@ export class LiveSession {
    */
   scopes: ReadonlySet<string> = NO_SCOPES;
 
-  // Frames whose (asynchronous) append has not resolved yet, in order; empty with a ReplayBuffer.
-  #stamping: PromiseLike<MessageFrame>[] = [];
+  // The session's feed: every frame stamped with its next event id and kept for replay (the
+  // withEventIds stage, linked straight to the session), then written to the live stream if any.
+  // With an asynchronous log frames still come out in push order; a frame the log failed to take
+  // is reported on `channels.error` and not written, and the frames after it go on.
+  readonly #stamp: Downstream<MessageFrame>;
 
   constructor(record: SessionRecord, log: EventLog) {
     this.id = record.id;
@@ -60,41 +65,17 @@ export class LiveSession {
     this.uris = [...record.subscriptions];
     this.lastActivity = record.lastActivity;
     this.log = log;
+    this.#stamp = linkStages([new EventIdStage(log, (error) => reportError('source', error))], {
+      push: (frame: Frame) => this.stream?.feed.next(frame),
+      end: noop,
+      fail: (error: unknown) => reportError('source', error),
+    });
   }
 
-  /**
-   * Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live
-   * stream if any. With an asynchronous log, frames still reach the stream in push order; a frame
-   * the log failed to take is reported on `channels.error` and not written.
-   */
+  /** Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live stream if any. */
   push(frame: MessageFrame): void {
     if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
-    const stamped = this.log.append(frame);
-    if (!isThenable(stamped) && this.#stamping.length === 0) {
-      this.stream?.feed.next(stamped);
-      return;
-    }
-    this.#stamping.push(isThenable(stamped) ? stamped : Promise.resolve(stamped));
-    if (this.#stamping.length === 1) this.#drain();
-  }
-
-  #drain(): void {
-    const head = this.#stamping[0];
-    if (head === undefined) return;
-    const next = () => {
-      this.#stamping.shift();
-      this.#drain();
-    };
-    head.then(
-      (frame) => {
-        this.stream?.feed.next(frame);
-        next();
-      },
-      (error: unknown) => {
-        reportError('source', error);
-        next();
-      },
-    );
+    this.#stamp.push(frame);
   }
 }
 
@@ -107,8 +88,6 @@ export function endStream(session: LiveSession, handle: StreamHandle | undefined
   if (handle === undefined || session.stream !== handle) return;
   session.stream = undefined;
   handle.admission.release();
-  handle.ended.next();
-  handle.ended.complete();
   handle.feed.complete();
 }
 

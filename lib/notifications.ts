@@ -1,0 +1,65 @@
+import { Observable, Subscriber } from 'rxjs';
+import type { ListenFilter } from './filter.js';
+import { mayReceive, type MessageFrame, type TopicKind } from './frame.js';
+import type { Hub } from './hub.js';
+
+/**
+ * The merged notifications of every topic a filter names, straight from the hub.
+ *
+ * Subscribing registers the subscriber on each topic synchronously (DESIGN M6: a listen's ack
+ * goes out after this), with one registration object per stream and no merge layer on the
+ * per-frame path; unsubscribing removes them all. Hub topics never complete nor error. An empty
+ * filter gives a stream that hears nothing.
+ *
+ * @example
+ * notifications(hub, { toolsListChanged: true }).pipe(listenPipeline({ requestId: 7, filter, demand$ }));
+ * @param hub where the notifications come from.
+ * @param filter which topics (see `parseListenFilter`).
+ * @param scopes the receiver's read scopes: notifications published with a `scope` outside them
+ *   are left out (see `mayReceive`). Default: none (only unscoped notifications).
+ * @throws TypeError at subscription when a resource URI or task id of the filter is not a string.
+ */
+export function notifications(hub: Hub, filter: ListenFilter, scopes?: ReadonlySet<string>): Observable<MessageFrame> {
+  return new Observable<MessageFrame>((subscriber) => {
+    forEachTopic(filter, (_topic, key) => {
+      if (key !== undefined && typeof key !== 'string') throw new TypeError(`a topic key must be a string, got ${typeof key}`);
+    });
+    const registration = new TopicRegistration(subscriber, hub, filter, scopes);
+    forEachTopic(filter, (topic, key) => hub.attach(topic, key, registration));
+  });
+}
+
+/**
+ * A stream's one registration on all of its topics: passes the notifications its principal may
+ * receive; unsubscribed with the stream, it leaves every topic.
+ */
+class TopicRegistration extends Subscriber<MessageFrame> {
+  constructor(
+    destination: Subscriber<MessageFrame>,
+    private readonly hub: Hub,
+    private readonly filter: ListenFilter,
+    private readonly scopes: ReadonlySet<string> | undefined,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(frame: MessageFrame): void {
+    if (frame.scope === undefined || mayReceive(frame, this.scopes)) this.destination.next(frame);
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    super.unsubscribe();
+    const { hub } = this;
+    forEachTopic(this.filter, (topic, key) => hub.detach(topic, key, this));
+  }
+}
+
+/** Calls `fn` with each hub topic a filter names (the kind, and the URI or task id). @internal */
+export function forEachTopic(filter: ListenFilter, fn: (topic: TopicKind, key: string | undefined) => void): void {
+  if (filter.toolsListChanged) fn('tools', undefined);
+  if (filter.promptsListChanged) fn('prompts', undefined);
+  if (filter.resourcesListChanged) fn('resources', undefined);
+  if (filter.resourceSubscriptions !== undefined) for (const uri of filter.resourceSubscriptions) fn('resource', uri);
+  if (filter.taskIds !== undefined) for (const taskId of filter.taskIds) fn('task', taskId);
+}

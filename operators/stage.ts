@@ -1,0 +1,179 @@
+import { Observable, Subscriber, type OperatorFunction } from 'rxjs';
+
+/**
+ * Where a stage hands its output: the next stage, or the end of the chain (the subscriber of the
+ * resulting Observable).
+ * @internal
+ */
+export interface Downstream<T> {
+  push(value: T): void;
+  end(): void;
+  fail(error: unknown): void;
+}
+
+/**
+ * One operator's logic, written once, as a small object on the per-frame path. Each public
+ * operator runs its stage alone (`src.pipe(keepAlive(…))`); a composite operator (`listenPipeline`,
+ * `sessionPipeline`) runs several stages under one subscriber, which is the same code fused: frames
+ * go from stage to stage by a direct call, and the stream holds one subscriber instead of one per
+ * operator.
+ *
+ * The life of a stage, in the order of an RxJS subscription of the chain: `open()` (last stage
+ * first: what a stage subscribes before its source, like a demand signal or a close trigger),
+ * then the source is subscribed, then `opened()` (first stage first: what a stage does once its
+ * source's subscribe has returned, like an acknowledgment), then `push`/`end`/`fail` from
+ * upstream, and `dispose()` exactly when the stage's part of the stream is torn down (the chain
+ * was unsubscribed, or a stage below ended it with {@link Stage.endUpstream}). A stage that ends
+ * the stream calls `this.out.end()` / `this.out.fail()`.
+ * @internal
+ */
+export abstract class Stage<In = unknown, Out = In> implements Downstream<In> {
+  /** The next stage, or the chain's end. Set when the chain is linked. */
+  out!: Downstream<Out>;
+  /** The chain this stage runs in. Set when the chain is linked. */
+  chain!: StageChain;
+  /** This stage's place in its chain. */
+  index = 0;
+
+  open(): void {}
+  opened(): void {}
+  abstract push(value: In): void;
+  end(): void {
+    this.out.end();
+  }
+  fail(error: unknown): void {
+    this.out.fail(error);
+  }
+  dispose(): void {}
+
+  /**
+   * Stops everything above this stage: the stages before it are disposed and the source is
+   * unsubscribed; this stage and those after it go on (to write closing frames, say).
+   */
+  protected endUpstream(): void {
+    this.chain.cut(this.index);
+  }
+}
+
+/**
+ * The subscriber to the source of a chain: hands what the source emits to the first stage.
+ * @internal
+ */
+class SourceSubscriber<T> extends Subscriber<T> {
+  constructor(private readonly first: Downstream<T>) {
+    super();
+  }
+
+  protected override _next(value: T): void {
+    this.first.push(value);
+  }
+
+  protected override _error(error: unknown): void {
+    this.unsubscribe();
+    this.first.fail(error);
+  }
+
+  protected override _complete(): void {
+    // Stays subscribed until the chain is torn down: completing is not the end of the stages after it.
+    this.first.end();
+  }
+}
+
+/**
+ * A chain of stages between a source subscription and a sink. Added to the sink (the subscriber
+ * of the resulting Observable) as its teardown: when the sink ends or is unsubscribed, every stage
+ * is disposed and the source unsubscribed.
+ * @internal
+ */
+export class StageChain implements Downstream<unknown> {
+  private readonly stages: readonly Stage<any, any>[];
+  private readonly sink: Subscriber<any>;
+  private source: Subscriber<unknown> | undefined;
+  /** Stages with an index below this one have been disposed. */
+  private live = 0;
+  /** A stage ended everything above it ({@link StageChain.cut}). */
+  private severed = false;
+  private done = false;
+
+  constructor(stages: readonly Stage<any, any>[], sink: Subscriber<any>) {
+    this.stages = stages;
+    this.sink = sink;
+    for (let i = 0; i < stages.length; i++) {
+      const stage = stages[i]!;
+      stage.chain = this;
+      stage.index = i;
+      stage.out = i + 1 < stages.length ? stages[i + 1]! : this;
+    }
+  }
+
+  /** Opens the stages, subscribes `source`, tells the stages it is subscribed. */
+  run(source: Observable<unknown>): void {
+    const { stages, sink } = this;
+    sink.add(this);
+    for (let i = stages.length - 1; i >= 0; i--) {
+      stages[i]!.open();
+      // Ended while opening (a close trigger that fires at once): the source is never subscribed.
+      if (this.done || this.severed) return;
+    }
+    const subscriber = (this.source = new SourceSubscriber<unknown>(stages[0] ?? this));
+    source.subscribe(subscriber);
+    for (let i = 0; i < stages.length; i++) {
+      if (this.done) return;
+      if (i >= this.live) stages[i]!.opened();
+    }
+  }
+
+  /** Disposes the stages before `index` and unsubscribes the source. */
+  cut(index: number): void {
+    this.severed = true;
+    this.source?.unsubscribe();
+    for (let i = this.live; i < index; i++) this.stages[i]!.dispose();
+    if (index > this.live) this.live = index;
+  }
+
+  // The end of the chain: the last stage's output goes to the sink.
+  push(value: unknown): void {
+    this.sink.next(value);
+  }
+
+  end(): void {
+    this.sink.complete();
+  }
+
+  fail(error: unknown): void {
+    this.sink.error(error);
+  }
+
+  /** The sink ended or was unsubscribed: everything goes. */
+  unsubscribe(): void {
+    if (this.done) return;
+    this.done = true;
+    this.source?.unsubscribe();
+    for (let i = this.live; i < this.stages.length; i++) this.stages[i]!.dispose();
+    this.live = this.stages.length;
+  }
+}
+
+/**
+ * The operator that runs the stages `create()` returns, one set per subscription, as one
+ * subscriber between the source and the result.
+ * @internal
+ */
+export function stageOperator<In, Out>(create: () => readonly Stage<any, any>[]): OperatorFunction<In, Out> {
+  return (source) => new Observable<Out>((subscriber) => new StageChain(create(), subscriber).run(source));
+}
+
+/**
+ * Links `stages` to a plain sink with no Observable around them: what a long-lived owner (a legacy
+ * session stamping its frames) pushes into directly. Returns the first stage; dispose with
+ * `stages.forEach((stage) => stage.dispose())`.
+ * @internal
+ */
+export function linkStages<In, Out>(stages: readonly Stage<any, any>[], sink: Downstream<Out>): Downstream<In> {
+  const chain = new Subscriber<Out>({ next: (value) => sink.push(value), error: (error: unknown) => sink.fail(error), complete: () => sink.end() });
+  const linked = new StageChain(stages, chain);
+  chain.add(linked);
+  for (let i = stages.length - 1; i >= 0; i--) stages[i]!.open();
+  for (const stage of stages) stage.opened();
+  return (stages[0] as Downstream<In> | undefined) ?? (linked as Downstream<In>);
+}
