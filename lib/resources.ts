@@ -3,24 +3,35 @@ import type { RequestContext } from './context.js';
 import type { Hub } from './hub.js';
 
 /**
- * What a framework author implements so that legacy `resources/subscribe` can watch their
- * resources (DESIGN L3, L5). An endpoint asks its providers in order; the first whose
- * `subscribable` says yes owns the URI.
+ * What a framework author implements so that clients can watch their resources, in both eras: a
+ * legacy `resources/subscribe` (DESIGN L3, L5) and a modern listen's `resourceSubscriptions`
+ * (DESIGN M4) are decided by the same checks. An endpoint asks its providers in order; the first
+ * whose `subscribable` says yes owns the URI.
  *
  * - `subscribable(uri)`: does this provider know `uri` and have a change source for it?
- *   No provider saying yes → `-32602 resource is not subscribable: <uri>`.
+ *   No provider saying yes → `-32602 resource is not subscribable: <uri>`; a listen drops the URI.
  * - `canRead(uri, context)`: may the caller read it (the same check `resources/read` makes)?
- *   No → `-32602 permission denied: <uri>`.
+ *   No → `-32602 permission denied: <uri>`; a listen drops the URI, silently. The endpoint's own
+ *   `canRead` and `subscribeHook` run after it, for both eras alike.
  * - `changes(uri, context)`: the changes of `uri` committed **after** the call (`omitCurrent`:
  *   nothing for the current state). Every value it emits sends one payload-less
  *   `notifications/resources/updated {uri}`; the values themselves are ignored. It may return an
  *   Observable, a Promise, an async iterable or any other `ObservableInput`. A collection URI's
  *   source should emit for every member's change, so that matching stays exact (DESIGN L5).
+ *   A legacy session subscribes it once per subscribed URI; modern listens share one
+ *   subscription per URI on a node (made with the context of the first listen that names the URI,
+ *   ended with the last), so its values must not depend on who asked: who may hear them is
+ *   `canRead`'s decision. For changes published on the endpoint's own hub, use
+ *   {@link hubResources} (spread it to replace a check: `{ ...hubResources(hub), canRead }`):
+ *   listens hear that hub already. A hand-written `changes` that returns that hub's topic works,
+ *   but a listen then hears each publish twice (directly, and again through the provider).
  *
- * A throw or rejection from any of the three, or a source that errors as it is subscribed,
- * answers `-32603 failed to subscribe: <uri>` (the error goes to `channels.error`, never to the
+ * Anything but `true` from `subscribable` or `canRead` is a no. A throw or rejection from any of
+ * the three, or a source that errors as it is subscribed, answers `-32603 failed to subscribe:
+ * <uri>` and drops the URI from a listen (the error goes to `channels.error`, never to the
  * client). A source that errors later is reported on `channels.error` and its subscription ends;
- * the URI stays on the session record and is restored on the next GET.
+ * the URI stays on a legacy session's record and is restored on the next GET, and the next listen
+ * that names it subscribes it again.
  *
  * @example
  * const products: ResourceProvider = {
@@ -56,9 +67,32 @@ export interface HubResourcesOptions {
  */
 export function hubResources(hub: Hub, options: HubResourcesOptions = {}): ResourceProvider {
   const { subscribable = () => true, canRead = () => true } = options;
-  return {
-    subscribable,
-    canRead,
-    changes: (uri) => hub.topic({ topic: 'resource', uri }),
-  };
+  const changes = (uri: string) => hub.topic({ topic: 'resource', uri });
+  HUB_CHANGES.set(changes, hub);
+  const provider: ResourceProvider = { subscribable, canRead, changes };
+  if (options.subscribable === undefined && options.canRead === undefined) UNRESTRICTED.add(provider);
+  return provider;
+}
+
+// Keyed by the `changes` function, so that a provider spread into another object (`{ ...hubResources(hub), canRead }`) is still known.
+const HUB_CHANGES = new WeakMap<ResourceProvider['changes'], Hub>();
+// Providers made by `hubResources(hub)` without options: every URI, for everyone.
+const UNRESTRICTED = new WeakSet<ResourceProvider>();
+
+/**
+ * The hub whose topics a provider's `changes` are, when it was made by {@link hubResources}: a
+ * listen on that hub hears them already, so an endpoint does not subscribe them a second time.
+ * @internal
+ */
+export function changesHub(provider: ResourceProvider): Hub | undefined {
+  return HUB_CHANGES.get(provider.changes);
+}
+
+/**
+ * The hub of a provider made by `hubResources(hub)` without options, which owns every URI, lets
+ * everyone read it and takes its changes from that hub: nothing about it needs asking per URI.
+ * @internal
+ */
+export function unrestrictedHub(provider: ResourceProvider): Hub | undefined {
+  return UNRESTRICTED.has(provider) ? HUB_CHANGES.get(provider.changes) : undefined;
 }

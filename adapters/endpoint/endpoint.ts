@@ -14,6 +14,7 @@ import { hubResources } from '../../lib/resources.js';
 import { MemorySessionStore } from '../../lib/session.js';
 import { StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
+import { ResourceAccess } from './authorize.js';
 import { readJson } from './body.js';
 import { discoverResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
@@ -21,6 +22,7 @@ import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { ListenStreams } from './listen.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
+import { ProviderFeeds } from './providerFeeds.js';
 import { acceptsEventStream, type EndpointResponse, json, jsonError, SSE_HEADERS } from './responses.js';
 
 /** Counts of what an endpoint holds now (for leak checks and metrics). */
@@ -75,6 +77,7 @@ export class McpEndpoint {
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
   readonly #scheduler: SchedulerLike;
   readonly #listens: ListenStreams;
+  readonly #feeds: ProviderFeeds;
   /** The built-in `server/discover` result (see {@link McpEndpointOptions}). */
   readonly #discover: Readonly<Record<string, unknown>>;
   // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
@@ -95,16 +98,22 @@ export class McpEndpoint {
     this.#options = options;
     this.#hostCheck = resolved.hostCheck;
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
-    const { canRead } = options;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
+    // One decision for both eras: a listen and a legacy subscribe ask the same providers and hooks.
+    const access = new ResourceAccess({
+      providers: options.resourceProviders ?? [hubResources(this.hub)],
+      canRead: options.canRead,
+      subscribeHook: options.subscribeHook,
+    });
+    this.#feeds = new ProviderFeeds(this.hub);
     this.#listens = new ListenStreams({
       hub: this.hub,
       slots: this.slots,
       principals: this.principals,
       options: listenOptions,
       capabilities: this.capabilities,
-      canRead,
-      subscribeHook: options.subscribeHook,
+      access,
+      feeds: this.#feeds,
       shutdown$: this.#shutdown,
       scheduler: this.#scheduler,
     });
@@ -114,7 +123,7 @@ export class McpEndpoint {
         : new LegacySessions({
             hub: this.hub,
             store: options.sessionStore ?? new MemorySessionStore(),
-            providers: options.resourceProviders ?? [hubResources(this.hub, canRead === undefined ? {} : { canRead })],
+            access,
             options: sessionOptions,
             capabilities: this.capabilities,
             extraCapabilities,
@@ -162,6 +171,7 @@ export class McpEndpoint {
     this.#listens.close();
     this.#shutdown.next();
     this.#shutdown.complete();
+    this.#feeds.close();
     this.#legacy?.close();
   }
 

@@ -1,7 +1,7 @@
 import { Observable, type SchedulerLike } from 'rxjs';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
-import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ServerCapabilities } from '../../lib/filter.js';
+import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ResourceAuthorizer, type ServerCapabilities } from '../../lib/filter.js';
 import type { Frame } from '../../lib/frame.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
@@ -9,6 +9,9 @@ import { listenStream } from '../../operators/listenPipeline.js';
 import type { ListenOptions } from '../../lib/options.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
 import type { Slot, StreamSlots } from '../../lib/slots.js';
+import { reportError } from '../../lib/telemetry.js';
+import type { ResourceAccess } from './authorize.js';
+import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
 import { acceptsEventStream, type EndpointResponse, jsonError, SSE_HEADERS } from './responses.js';
 
 /**
@@ -21,10 +24,10 @@ export interface ListenStreamsInit {
   readonly principals: PrincipalCap;
   readonly options: Readonly<ListenOptions>;
   readonly capabilities: ServerCapabilities;
-  /** The endpoint's `canRead` option. */
-  readonly canRead: ((uri: string, context: RequestContext) => boolean | Promise<boolean>) | undefined;
-  /** The endpoint's `subscribeHook` option. */
-  readonly subscribeHook: ((uri: string, context: RequestContext) => boolean | Promise<boolean>) | undefined;
+  /** Who may listen to which resource URI: the same decision as a legacy `resources/subscribe`. */
+  readonly access: ResourceAccess;
+  /** Where providers' changes are subscribed for the listens that name their URIs. */
+  readonly feeds: ProviderFeeds;
   /** Emits once when the endpoint closes: every open stream closes with reason `shutdown`. */
   readonly shutdown$: Observable<void>;
   readonly scheduler: SchedulerLike;
@@ -79,18 +82,43 @@ export class ListenStreams {
     if (slot === undefined) {
       return jsonError(503, id, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
     }
+    const held: Feed[] = [];
     let authorized;
     try {
-      const { canRead, subscribeHook } = this.#init;
-      authorized = await authorizeListenFilter(filter, {
-        canRead: canRead && ((uri) => canRead(uri, context)),
-        subscribeHook: subscribeHook && ((uri) => subscribeHook(uri, context)),
-      });
+      const { access, hub } = this.#init;
+      // The endpoint's default provider and no hooks: nothing to ask per URI, nothing but the hub to hear.
+      authorized = await authorizeListenFilter(filter, access.openHub === hub ? {} : this.#authorizer(context, held));
     } catch (error) {
+      for (const feed of held) this.#init.feeds.release(feed);
       slot.release();
       throw error;
     }
-    return this.#listenResponse(id, authorized, context.auth, slot);
+    const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
+    return this.#listenResponse(id, authorized, context.auth, slot, lease);
+  }
+
+  /**
+   * DESIGN M4 with the decision a legacy subscribe makes (`ResourceAccess`): a URI passes when its
+   * provider, the endpoint's `canRead` and the `subscribeHook` allow it, and then its provider's
+   * changes are held for the listen (unless they are the hub's own). A refusal, a failing check and
+   * a source that fails as it is subscribed all drop the URI silently; failures go to
+   * `channels.error`, as they do for a legacy subscribe.
+   */
+  #authorizer(context: RequestContext, held: Feed[]): ResourceAuthorizer {
+    const { access, feeds } = this.#init;
+    return {
+      canRead: async (uri) => {
+        try {
+          const decision = await access.decide(uri, context);
+          if (!decision.allowed) return false;
+          if (!feeds.isHub(decision.provider)) held.push(feeds.acquire(decision.provider, uri, context));
+          return true;
+        } catch (error) {
+          reportError('source', error);
+          return false;
+        }
+      },
+    };
   }
 
   readonly #closeStream = () => {
@@ -99,7 +127,7 @@ export class ListenStreams {
 
   // Apart from listen() so that an open stream's closures hold only what the stream needs, not the
   // request, its body and its context (times 10 000 idle streams).
-  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, slot: Slot): EndpointResponse {
+  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, slot: Slot, lease: FeedLease | undefined): EndpointResponse {
     const { principal, expiresAt, scopes } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
@@ -123,15 +151,20 @@ export class ListenStreams {
           // Nothing was opened: give back what was taken, then fail the subscription.
           admission.release();
           slot.release();
+          lease?.release();
           throw error;
         }
         this.#streams++;
         stream.subscribe(subscriber);
         // Released after the stream's own teardown (added after it subscribed), as `finalize` would;
         // an object rather than a closure, so that an open stream holds none of this scope.
-        return new StreamRelease(this.#closeStream, admission, slot);
+        return new StreamRelease(this.#closeStream, admission, slot, lease);
       });
-    return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon: () => slot.release() };
+    const abandon = () => {
+      slot.release();
+      lease?.release();
+    };
+    return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon };
   }
 }
 
@@ -141,11 +174,13 @@ class StreamRelease {
     private readonly onClose: () => void,
     private readonly admission: Admission,
     private readonly slot: Slot,
+    private readonly lease: FeedLease | undefined,
   ) {}
 
   unsubscribe(): void {
     this.onClose();
     this.admission.release();
     this.slot.release();
+    this.lease?.release();
   }
 }

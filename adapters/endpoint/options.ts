@@ -49,9 +49,19 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly capabilities?: ServerCapabilities;
   /** Identifies the caller; throw {@link AuthError} to answer 401. Defaults to anonymous callers bucketed by address. */
   readonly authenticate?: (request: EndpointRequest) => AuthInfo | Promise<AuthInfo>;
-  /** The read-scope check for resource URIs (the same one `resources/read` uses). Defaults to allowing all. */
+  /**
+   * The read-scope check for resource URIs (the same one `resources/read` uses), in both eras: it
+   * runs after the owning provider's `canRead` (see `resourceProviders`). A listen drops a URI it
+   * refuses, silently (DESIGN M4); a legacy `resources/subscribe` answers `-32602 permission
+   * denied: <uri>` (DESIGN L3). Anything but `true` refuses; a throw drops the URI from a listen and
+   * answers `-32603 failed to subscribe: <uri>` to a subscribe. Defaults to none: the providers decide.
+   */
   readonly canRead?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
-  /** Optional per-URI subscribe hook run after `canRead`; false or a throw drops the URI silently. */
+  /**
+   * Optional per-URI subscribe hook, in both eras, run last: only for a URI every read check
+   * allowed. A refusal is answered as `canRead`'s (dropped from a listen, `-32602 permission
+   * denied: <uri>` to a subscribe). Defaults to none.
+   */
   readonly subscribeHook?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   /**
    * Other JSON-RPC methods, answered with a single JSON response. An entry named `server/discover`
@@ -96,8 +106,13 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   /** Relays session commands between the nodes of a fleet (with a shared `sessionStore` and `eventLog`); default none. */
   readonly sessionBus?: SessionBus;
   /**
-   * Who serves legacy `resources/subscribe`, asked in order. Defaults to one {@link hubResources}
-   * provider that accepts every URI and reads with `canRead`.
+   * Who owns which resource URIs, asked in order, in both eras: a URI no provider finds
+   * `subscribable` is dropped from a listen and answers `-32602 resource is not subscribable` to a
+   * legacy `resources/subscribe`; the owner's `canRead` runs before the endpoint's `canRead` and
+   * `subscribeHook`. The owner's `changes` feed legacy sessions and, shared per URI on this node,
+   * modern listens (a {@link hubResources} provider of this endpoint's hub needs no feed: listens
+   * hear the hub). Defaults to `[hubResources(hub)]`: every URI, readable by everyone, changes
+   * from `hub.notifyResourceUpdated(uri)`. An empty list makes no URI subscribable.
    */
   readonly resourceProviders?: readonly ResourceProvider[];
   /**

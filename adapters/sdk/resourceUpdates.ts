@@ -9,6 +9,7 @@ import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, exceedsBytes, JsonRpcError } from '../../lib/jsonrpc.js';
 import { hubResources, type ResourceProvider } from '../../lib/resources.js';
 import { reportError } from '../../lib/telemetry.js';
+import { refusalError, ResourceAccess, type ResourceDecision } from '../endpoint/authorize.js';
 
 /**
  * What {@link ResourceUpdates} needs of an SDK server: the low-level `Server` of
@@ -117,7 +118,8 @@ type Outcome = { readonly error: JsonRpcError; readonly drop: boolean } | undefi
  */
 export class ResourceUpdates {
   readonly #server: ResourceUpdateSender;
-  readonly #providers: readonly ResourceProvider[];
+  /** The decision the endpoint makes for a legacy subscribe and a modern listen, over these providers. */
+  readonly #access: ResourceAccess;
   readonly #authenticate: (extra: SdkRequestExtra | undefined) => AuthInfo;
   readonly #maxSubscriptions: number;
   readonly #onChange: ((uris: readonly string[]) => void | Promise<void>) | undefined;
@@ -146,7 +148,7 @@ export class ResourceUpdates {
       throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', resourceProviders);
     }
     this.#server = server;
-    this.#providers = resourceProviders ?? [hubResources(hub!)];
+    this.#access = new ResourceAccess({ providers: resourceProviders ?? [hubResources(hub!)] });
     this.#authenticate = options.authenticate ?? defaultAuth;
     const max = options.maxSubscriptions ?? 1000;
     if (!Number.isSafeInteger(max) || max <= 0) throw new InvalidOptionError('maxSubscriptions', 'a positive integer count', max);
@@ -305,23 +307,16 @@ export class ResourceUpdates {
       return { error: new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`), drop: false };
     };
     try {
-      let provider: ResourceProvider | undefined;
-      let readable = false;
+      let decision: ResourceDecision;
       try {
-        for (const candidate of this.#providers) {
-          if (await candidate.subscribable(uri, ctx)) {
-            provider = candidate;
-            break;
-          }
-        }
-        if (cancelled() === undefined && provider !== undefined) readable = await provider.canRead(uri, ctx);
+        decision = await this.#access.decide(uri, ctx);
       } catch (error) {
         return cancelled() ?? failed(error);
       }
       const early = cancelled();
       if (early !== undefined) return early;
-      if (provider === undefined) return { error: new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`), drop: true };
-      if (!readable) return { error: new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`), drop: true };
+      if (!decision.allowed) return { error: refusalError(uri, decision.refusal), drop: true };
+      const provider = decision.provider;
 
       const send = () => this.#notify(uri);
       const scopes = ctx.auth.scopes;

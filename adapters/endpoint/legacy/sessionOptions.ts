@@ -6,9 +6,9 @@ import { milliseconds, positiveInteger } from '../../../lib/options.js';
 import type { PrincipalCap } from '../../../lib/principals.js';
 import type { ServerInfo } from '../../../lib/protocol.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
-import type { ResourceProvider } from '../../../lib/resources.js';
 import type { SessionBus, SessionStore } from '../../../lib/session.js';
 import type { StreamSlots } from '../../../lib/slots.js';
+import type { ResourceAccess } from '../authorize.js';
 /** Options of the legacy era (DESIGN L1–L10); every duration is in milliseconds. */
 export interface SessionOptions {
   /** A session with no request and no live GET stream for this long is evicted. Default 1 800 000 (30 min). */
@@ -93,7 +93,8 @@ export function resolveSessionOptions(input: Partial<SessionOptions> = {}): Read
 export interface LegacySessionsInit {
   readonly hub: Hub;
   readonly store: SessionStore;
-  readonly providers: readonly ResourceProvider[];
+  /** Who may subscribe to which URI, and whose changes it hears: the same decision as a modern listen's. */
+  readonly access: ResourceAccess;
   readonly options: Readonly<SessionOptions>;
   readonly capabilities: ServerCapabilities;
   /** Extra members merged into the advertised capabilities (e.g. `logging`, `completions`). */

@@ -6,8 +6,8 @@ import { MAX_URI_BYTES } from '../../../lib/filter.js';
 import type { MessageFrame } from '../../../lib/frame.js';
 import { NotificationMethod } from '../../../lib/hub.js';
 import { ErrorCode, exceedsBytes, JsonRpcError } from '../../../lib/jsonrpc.js';
-import type { ResourceProvider } from '../../../lib/resources.js';
 import { reportError } from '../../../lib/telemetry.js';
+import { refusalError, type ResourceDecision } from '../authorize.js';
 import type { LiveSession, PendingSubscribe, StreamHandle } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 
@@ -57,17 +57,14 @@ export async function unsubscribe(init: LegacySessionsInit, session: LiveSession
  */
 async function subscribeRemote(init: LegacySessionsInit, session: LiveSession, uri: string, context: RequestContext): Promise<object> {
   checkCap(init, session, uri);
-  let provider: ResourceProvider | undefined;
-  let readable = false;
+  let decision: ResourceDecision;
   try {
-    provider = await findProvider(init, uri, context);
-    readable = provider !== undefined && (await provider.canRead(uri, context));
+    decision = await init.access.decide(uri, context);
   } catch (error) {
     reportError('source', error);
     throw new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`);
   }
-  if (provider === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`);
-  if (!readable) throw new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`);
+  if (!decision.allowed) throw refusalError(uri, decision.refusal);
   if (!session.uris.includes(uri)) {
     session.uris = [...session.uris, uri];
     await init.store.update(session.id, { subscriptions: session.uris });
@@ -81,11 +78,6 @@ function checkCap(init: LegacySessionsInit, session: LiveSession, uri: string): 
   if (!session.uris.includes(uri) && session.uris.length >= cap) {
     throw new JsonRpcError(ErrorCode.InvalidParams, `a session can hold at most ${cap} resource subscriptions; unsubscribe from one first`);
   }
-}
-
-async function findProvider(init: LegacySessionsInit, uri: string, context: RequestContext): Promise<ResourceProvider | undefined> {
-  for (const candidate of init.providers) if (await candidate.subscribable(uri, context)) return candidate;
-  return undefined;
 }
 
 export async function restore(init: LegacySessionsInit, session: LiveSession, uri: string, context: RequestContext, stream: StreamHandle): Promise<void> {
@@ -125,26 +117,17 @@ async function establish(
     return { error: new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`), drop: false };
   };
   try {
-    let provider: ResourceProvider | undefined;
+    // The decision a modern listen makes too: the provider, the endpoint's canRead, the subscribe hook.
+    let decision: ResourceDecision;
     try {
-      provider = await findProvider(init, uri, context);
+      decision = await init.access.decide(uri, context);
     } catch (error) {
       return cancelled() ?? failed(error);
     }
-    const early = cancelled();
-    if (early !== undefined) return early;
-    if (provider === undefined) {
-      return { error: new JsonRpcError(ErrorCode.InvalidParams, `resource is not subscribable: ${uri}`), drop: true };
-    }
-    let readable: boolean;
-    try {
-      readable = await provider.canRead(uri, context);
-    } catch (error) {
-      return cancelled() ?? failed(error);
-    }
-    const late = cancelled();
-    if (late !== undefined) return late;
-    if (!readable) return { error: new JsonRpcError(ErrorCode.InvalidParams, `permission denied: ${uri}`), drop: true };
+    const overtakenMeanwhile = cancelled();
+    if (overtakenMeanwhile !== undefined) return overtakenMeanwhile;
+    if (!decision.allowed) return { error: refusalError(uri, decision.refusal), drop: true };
+    const provider = decision.provider;
 
     const frame = resourceUpdatedFrame(uri);
     let subscribing = true;
