@@ -10,14 +10,17 @@ import type { EndpointResponse } from './endpoint/responses.js';
 import { StalledStreamError } from '../lib/errors.js';
 import { reportError } from '../lib/telemetry.js';
 
-/** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify raw. */
+/** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify (`request.raw`, `reply.raw`). */
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody?: unknown) => void;
 
 /**
  * Serves an {@link McpEndpoint} on node:http.
  *
  * The request body is read here with the endpoint's size limit (413 beyond it), unless a framework
- * already parsed it: Express's `req.body`, or the third argument (Fastify: `request.body`). An SSE
+ * already parsed it: Express's `req.body`, or the third argument. A framework that parses JSON
+ * itself answers a malformed body with its own error before this handler runs; leave the body to
+ * the endpoint to have it answer JSON-RPC `-32700` (Express: mount `/mcp` ahead of `express.json()`;
+ * Fastify: a plugin without content-type parsers, as below and in `examples/fastify.ts`). An SSE
  * response is written frame by frame; `write()` returning false tells the stream the socket is
  * busy until `'drain'`, so a client that stops reading costs at most its bounded queue. When the
  * connection closes (client gone, socket destroyed), the stream is unsubscribed at once, whatever
@@ -29,8 +32,16 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody
  * import http from 'node:http';
  * const endpoint = new McpEndpoint({ hub });
  * http.createServer(nodeHandler(endpoint)).listen(3000);
- * // Express: app.post('/mcp', nodeHandler(endpoint));
- * // Fastify: app.post('/mcp', (request, reply) => { reply.hijack(); handler(request.raw, reply.raw, request.body); });
+ * // Express 5, ahead of express.json() (examples/express.ts):
+ * app.all('/mcp', nodeHandler(endpoint));
+ * app.use(express.json());
+ * // Fastify 5: a plugin whose own parsers read nothing, so the endpoint reads the raw body (examples/fastify.ts):
+ * const handle = nodeHandler(endpoint);
+ * await app.register(async (scope) => {
+ *   scope.removeAllContentTypeParsers();
+ *   scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+ *   scope.route({ method: ['GET', 'POST', 'DELETE'], url: '/mcp', handler: (request, reply) => { reply.hijack(); handle(request.raw, reply.raw); } });
+ * });
  * @param endpoint the endpoint to serve.
  * @see webHandler
  */

@@ -74,7 +74,8 @@ export interface WebHandlerOptions {
  * const handle = webHandler(new McpEndpoint({ hub }));
  * // Hono on Node (getConnInfo from '@hono/node-server/conninfo'; see examples/hono.ts):
  * app.all('/mcp', (c) => handle(c.req.raw, { remoteAddress: getConnInfo(c).remote.address }));
- * // Bun:  Bun.serve({ fetch: (request, server) => handle(request, { remoteAddress: server.requestIP(request)?.address }) });
+ * // Bun (idleTimeout 0: its default of 10 s would cut a stream between keep-alives):
+ * Bun.serve({ idleTimeout: 0, fetch: (request, server) => handle(request, { remoteAddress: server.requestIP(request)?.address }) });
  * // Deno: Deno.serve((request, info) => handle(request, { remoteAddress: info.remoteAddr.hostname }));
  * @param endpoint the endpoint to serve.
  * @param options `highWaterMark` in bytes; defaults to 65 536.
@@ -121,9 +122,10 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
       start(controller) {
         const abort = () => {
           stop();
-          // A reader still waiting on the body must not wait forever.
+          // A reader still waiting on the body must not wait forever. Closed rather than errored:
+          // the client is gone either way, and Deno logs a body that errors (twice per disconnect).
           try {
-            controller.error(signal.reason);
+            controller.close();
           } catch {
             // already closed
           }
