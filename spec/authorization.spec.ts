@@ -5,9 +5,10 @@
 // provider's `changes` reach modern streams as they reach legacy ones. Real loopback sockets,
 // byte-exact wire text.
 import { strict as assert } from 'node:assert';
-import { defer, filter, finalize, Subject, throwError } from 'rxjs';
+import { defer, filter, finalize, Subject, type Subscription, throwError } from 'rxjs';
 import { test } from 'uvu';
 import type { AuthInfo } from '../lib/auth.js';
+import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import type { RequestContext } from '../lib/context.js';
 import { Hub } from '../lib/hub.js';
@@ -270,6 +271,36 @@ test("a provider's changes reach modern listens: subscribed once per URI for all
   });
   assert.equal(feed.made.get('db://shop/Product/1'), 2);
   assert.equal(feed.made.get('db://shop/Product/2'), 1);
+});
+
+test("10 000 listens on one URI subscribe its provider's changes once; one change reaches all of them; the last to end unsubscribes it (in process)", async () => {
+  const feed = new Feed();
+  const provider: ResourceProvider = { subscribable: () => true, canRead: () => true, changes: (uri) => feed.changes(uri) };
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({ hub, capabilities: { resources: true }, resourceProviders: [provider], maxStreams: 10_000, maxListensPerPrincipal: 10_000 });
+  const headers: Record<string, string> = { ...LISTEN_HEADERS };
+  const streams: Subscription[] = [];
+  let heard = 0;
+  for (let id = 1; id <= 10_000; id++) {
+    const response = await endpoint.handle({ method: 'POST', header: (name) => headers[name], remoteAddress: '127.0.0.1', body: listenBody(id, { resourceSubscriptions: [URI] }) });
+    assert.equal(response.kind, 'stream');
+    if (response.kind !== 'stream') return;
+    streams.push(
+      response.open(new Subject<boolean>()).subscribe((frame) => {
+        if (frame.type === 'message' && 'method' in frame.message && frame.message.method === 'notifications/resources/updated') heard++;
+      }),
+    );
+  }
+  assert.deepEqual([...feed.made], [[URI, 1]], 'one subscription of the source for 10 000 listens');
+  feed.commits.next(URI);
+  await eventually(() => heard === 10_000, 3000, 'every listen to hear the change');
+  for (const stream of streams.slice(0, -1)) stream.unsubscribe();
+  assert.equal(feed.live.get(URI), 1, 'still subscribed while one listen is open');
+  streams.at(-1)!.unsubscribe();
+  assert.equal(feed.live.get(URI), 0, 'unsubscribed with the last listen');
+  assert.deepEqual(endpoint.stats, { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSubscriptions: 0 });
+  assert.deepEqual(hub.size, { topics: 0, subscriptions: 0 });
+  endpoint.close();
 });
 
 test("hub-backed providers: hubResources' changes are the hub itself (nothing more is subscribed); a hand-made hub source neither loops nor is lost", async () => {
