@@ -14,7 +14,10 @@ export const MAX_TIMER_DELAY = 2_147_483_647;
  * @internal
  */
 export interface ClockEntry {
-  /** When it is due, in the scheduler's milliseconds; set by the clock. */
+  /**
+   * When it is due, in milliseconds since the clock's origin (see {@link Clock.elapsed}: small
+   * integers, which V8 stores in the object instead of boxing them); set by the clock.
+   */
   due: number;
   /** Its place in the clock's heap; `-1` when not scheduled. Set by the clock, start it at `-1`. */
   slot: number;
@@ -76,8 +79,21 @@ export class Clock {
   private serial = -1;
   private cached = 0;
 
+  /** The scheduler's time when the clock was made; entries keep their times relative to it. */
+  readonly origin: number;
+
   private constructor(scheduler: SchedulerLike) {
     this.scheduler = scheduler;
+    this.origin = scheduler.now();
+  }
+
+  /**
+   * Milliseconds since the clock's origin (`now() - origin`): what a stream keeps of a time (a
+   * deadline, its last activity), a small integer for the first 12 days of a process where an
+   * epoch time would be a boxed double per field.
+   */
+  elapsed(): number {
+    return this.now() - this.origin;
   }
 
   /** The scheduler's time in milliseconds; read once per publish while a publish is delivered. */
@@ -95,9 +111,10 @@ export class Clock {
     return this.heap.length;
   }
 
-  /** Schedules `entry` at `due` (moves it if it was scheduled). */
+  /** Schedules `entry` at `due`, a time of the scheduler (moves it if it was scheduled). */
   add(entry: ClockEntry, due: number): void {
     if (entry.slot >= 0) this.remove(entry);
+    due -= this.origin;
     entry.due = due;
     entry.seq = this.seq++;
     entry.slot = this.heap.length;
@@ -144,7 +161,7 @@ export class Clock {
       this.wakeAt = Number.POSITIVE_INFINITY;
       return;
     }
-    const now = this.scheduler.now();
+    const now = this.scheduler.now() - this.origin;
     const delay = Math.min(Math.max(first.due - now, 0), MAX_TIMER_DELAY);
     this.wakeAt = first.due;
     if (action !== undefined) {
@@ -161,8 +178,9 @@ export class Clock {
     this.running = true;
     try {
       const now = this.scheduler.now();
+      const elapsed = now - this.origin;
       // Entries added while these fire with a time already past fire in this run too.
-      for (let first = this.heap[0]; first !== undefined && first.due <= now; first = this.heap[0]) {
+      for (let first = this.heap[0]; first !== undefined && first.due <= elapsed; first = this.heap[0]) {
         this.remove(first);
         first.fire(now);
       }

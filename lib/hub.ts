@@ -1,5 +1,5 @@
 import { beginDispatch, endDispatch } from './clock.js';
-import { Observable, type Subscriber } from 'rxjs';
+import { Observable } from 'rxjs';
 import { encodeMessage, encodeResourceUpdated } from './encode.js';
 import type { MessageFrame, TopicKind } from './frame.js';
 import type { JsonRpcNotification } from './jsonrpc.js';
@@ -100,17 +100,27 @@ const TOOLS_EVENT: HubEvent = Object.freeze({ topic: 'tools' });
 const PROMPTS_EVENT: HubEvent = Object.freeze({ topic: 'prompts' });
 const RESOURCES_EVENT: HubEvent = Object.freeze({ topic: 'resources' });
 
+/**
+ * What the hub hands a topic's notifications to: a Subscriber, or any object with `next` (a
+ * stream's one registration on all of its topics). `next` must not throw into the hub (a throw is
+ * reported on `channels.error` and delivery goes on).
+ * @internal
+ */
+export interface HubTarget {
+  next(frame: MessageFrame): void;
+}
+
 /** The subscribers of one topic; delivery iterates over a snapshot rebuilt only after a change. */
 class Topic {
-  readonly subscribers = new Set<Subscriber<MessageFrame>>();
-  private snapshot: Subscriber<MessageFrame>[] | null = null;
+  readonly subscribers = new Set<HubTarget>();
+  private snapshot: HubTarget[] | null = null;
 
-  add(subscriber: Subscriber<MessageFrame>): void {
+  add(subscriber: HubTarget): void {
     this.subscribers.add(subscriber);
     this.snapshot = null;
   }
 
-  delete(subscriber: Subscriber<MessageFrame>): void {
+  delete(subscriber: HubTarget): void {
     this.subscribers.delete(subscriber);
     this.snapshot = null;
   }
@@ -323,7 +333,7 @@ export class Hub {
    * @param key the URI (`resource`) or task id (`task`); ignored for the other kinds.
    * @internal
    */
-  attach(topic: TopicKind, key: string | undefined, subscriber: Subscriber<MessageFrame>): void {
+  attach(topic: TopicKind, key: string | undefined, subscriber: HubTarget): void {
     this.registry(topic, key, true)!.add(subscriber);
   }
 
@@ -331,7 +341,7 @@ export class Hub {
    * Removes a registration made with {@link Hub.attach}, and the topic's entry with its last stream.
    * @internal
    */
-  detach(topic: TopicKind, key: string | undefined, subscriber: Subscriber<MessageFrame>): void {
+  detach(topic: TopicKind, key: string | undefined, subscriber: HubTarget): void {
     const entry = this.registry(topic, key, false);
     if (entry === undefined) return;
     entry.delete(subscriber);

@@ -1,7 +1,7 @@
-import { Observable, Subscriber } from 'rxjs';
+import { Observable } from 'rxjs';
 import type { ListenFilter } from './filter.js';
 import { mayReceive, type MessageFrame, type TopicKind } from './frame.js';
-import type { Hub } from './hub.js';
+import type { Hub, HubTarget } from './hub.js';
 
 /**
  * The merged notifications of every topic a filter names, straight from the hub.
@@ -20,36 +20,47 @@ import type { Hub } from './hub.js';
  * @throws TypeError at subscription when a resource URI or task id of the filter is not a string.
  */
 export function notifications(hub: Hub, filter: ListenFilter, scopes?: ReadonlySet<string>): Observable<MessageFrame> {
-  return new Observable<MessageFrame>((subscriber) => {
-    forEachTopic(filter, (_topic, key) => {
-      if (key !== undefined && typeof key !== 'string') throw new TypeError(`a topic key must be a string, got ${typeof key}`);
-    });
-    const registration = new TopicRegistration(subscriber, hub, filter, scopes);
-    forEachTopic(filter, (topic, key) => hub.attach(topic, key, registration));
+  return new Observable<MessageFrame>((subscriber) => attachTopics(hub, filter, scopes, subscriber));
+}
+
+/**
+ * Registers `sink` on every topic of `filter` (what subscribing {@link notifications} does), with
+ * one registration object for all of them; unsubscribe it to leave every topic. A listen stream
+ * assembled by the endpoint hands its first stage here directly.
+ * @throws TypeError when a resource URI or task id of the filter is not a string.
+ * @internal
+ */
+export function attachTopics(hub: Hub, filter: ListenFilter, scopes: ReadonlySet<string> | undefined, sink: HubTarget): TopicRegistration {
+  forEachTopic(filter, (_topic, key) => {
+    if (key !== undefined && typeof key !== 'string') throw new TypeError(`a topic key must be a string, got ${typeof key}`);
   });
+  const registration = new TopicRegistration(hub, filter, scopes, sink);
+  forEachTopic(filter, (topic, key) => hub.attach(topic, key, registration));
+  return registration;
 }
 
 /**
  * A stream's one registration on all of its topics: passes the notifications its principal may
- * receive; unsubscribed with the stream, it leaves every topic.
+ * receive; unsubscribed, it leaves every topic.
+ * @internal
  */
-class TopicRegistration extends Subscriber<MessageFrame> {
+export class TopicRegistration implements HubTarget {
+  private attached = true;
+
   constructor(
-    destination: Subscriber<MessageFrame>,
     private readonly hub: Hub,
     private readonly filter: ListenFilter,
     private readonly scopes: ReadonlySet<string> | undefined,
-  ) {
-    super(destination);
+    private readonly sink: HubTarget,
+  ) {}
+
+  next(frame: MessageFrame): void {
+    if (frame.scope === undefined || mayReceive(frame, this.scopes)) this.sink.next(frame);
   }
 
-  protected override _next(frame: MessageFrame): void {
-    if (frame.scope === undefined || mayReceive(frame, this.scopes)) this.destination.next(frame);
-  }
-
-  override unsubscribe(): void {
-    if (this.closed) return;
-    super.unsubscribe();
+  unsubscribe(): void {
+    if (!this.attached) return;
+    this.attached = false;
     const { hub } = this;
     forEachTopic(this.filter, (topic, key) => hub.detach(topic, key, this));
   }

@@ -41,16 +41,19 @@ export function ackThenNotify(ack: Frame): MonoTypeOperatorFunction<Frame> {
  * @internal
  */
 export class AckStage extends Stage<Frame> {
-  private sent = false;
+  // Let go of once sent: an idle stream does not keep its ack.
+  private ack: Frame | undefined;
 
-  constructor(private readonly ack: Frame) {
+  constructor(ack: Frame) {
     super();
+    this.ack = ack;
   }
 
   private sendAck(): void {
-    if (this.sent) return;
-    this.sent = true;
-    this.out.push(this.ack);
+    const ack = this.ack;
+    if (ack === undefined) return;
+    this.ack = undefined;
+    this.out.push(ack);
   }
 
   override opened(): void {

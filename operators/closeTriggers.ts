@@ -44,7 +44,13 @@ export function triggerSpec(trigger: CloseTrigger): TriggerSpec | undefined {
 
 function builtIn(spec: TriggerSpec): BuiltInTrigger {
   const plan = closePlan([], undefined);
-  const own: ClosePlan = { ...plan, deadlines: spec.kind === 'deadline' ? [spec] : [], idle: spec.kind === 'idle' ? spec : undefined, signals: spec.kind === 'signal' ? [spec] : [] };
+  const own: ClosePlan = {
+    ...plan,
+    deadlines: spec.kind === 'deadline' ? [spec] : [],
+    idle: spec.kind === 'idle' ? spec : undefined,
+    signals: spec.kind === 'signal' ? [spec.signal$] : [],
+    signalReasons: spec.kind === 'signal' ? [spec.reason] : [],
+  };
   // Called on its own, a built-in trigger runs the same stage as inside closeWhen, emitting its reason.
   const trigger = ((upstream: Observable<Frame>) =>
     new Observable<CloseReason>((subscriber) => new StageChain([new CloseStage(own)], subscriber).run(upstream))) as CloseTrigger;
@@ -182,9 +188,12 @@ export interface ClosePlan {
   readonly deadlines: readonly Extract<TriggerSpec, { kind: 'deadline' }>[];
   /** The narrowest idle window (several idle triggers close at the narrowest one). */
   readonly idle: Extract<TriggerSpec, { kind: 'idle' }> | undefined;
-  readonly signals: readonly Extract<TriggerSpec, { kind: 'signal' }>[];
+  /** The outside signals, and (at the same index) the reason each closes with. */
+  readonly signals: readonly Observable<unknown>[];
+  readonly signalReasons: readonly CloseReason[];
   /** Triggers of your own: given the frames, subscribed. */
   readonly custom: readonly CloseTrigger[];
+  /** Called as a method of the plan. */
   readonly closing: ((reason: CloseReason) => readonly Frame[]) | undefined;
   /** Signals attached to directly (distinct Broadcasts): bit i set for `signals[i]`. */
   readonly direct: number;
@@ -193,21 +202,34 @@ export interface ClosePlan {
 /** Sorts `triggers` into a {@link ClosePlan}. @internal */
 export function closePlan(triggers: readonly CloseTrigger[], closing: ((reason: CloseReason) => readonly Frame[]) | undefined): ClosePlan {
   const deadlines: Extract<TriggerSpec, { kind: 'deadline' }>[] = [];
-  const signals: Extract<TriggerSpec, { kind: 'signal' }>[] = [];
+  const signals: Observable<unknown>[] = [];
+  const signalReasons: CloseReason[] = [];
   const custom: CloseTrigger[] = [];
   let idle: Extract<TriggerSpec, { kind: 'idle' }> | undefined;
   for (const trigger of triggers) {
     const spec = triggerSpec(trigger);
     if (spec === undefined) custom.push(trigger);
     else if (spec.kind === 'deadline') deadlines.push(spec);
-    else if (spec.kind === 'signal') signals.push(spec);
+    else if (spec.kind === 'signal') {
+      signals.push(spec.signal$);
+      signalReasons.push(spec.reason);
+    }
     else if (idle === undefined || spec.ms < idle.ms) idle = spec;
   }
+  return { deadlines, idle, signals, signalReasons, custom, closing, direct: directSignals(signals) };
+}
+
+/**
+ * Which of `signals` a stream attaches to directly: bit i for a {@link Broadcast} at index i that
+ * is not also at an earlier index, nor one of `also` (an object passed twice is subscribed). @internal
+ */
+export function directSignals(signals: readonly Observable<unknown>[], also?: Observable<unknown>): number {
   let direct = 0;
-  signals.forEach((signal, i) => {
-    if (signal.signal$ instanceof Broadcast && signals.findIndex((other) => other.signal$ === signal.signal$) === i) direct |= 1 << i;
-  });
-  return { deadlines, idle, signals, custom, closing, direct };
+  for (let i = 0; i < signals.length; i++) {
+    const signal$ = signals[i];
+    if (signal$ instanceof Broadcast && signal$ !== also && signals.indexOf(signal$) === i) direct |= 1 << i;
+  }
+  return direct;
 }
 
 /**
@@ -232,13 +254,26 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   private frames: Subject<Frame> | undefined;
   private closing = false;
 
+  private chain: StageChain | undefined;
+  private index = 0;
+
   constructor(private readonly plan: ClosePlan) {
     super();
   }
 
+  override link(chain: StageChain, index: number): void {
+    this.chain = chain;
+    this.index = index;
+  }
+
+  /** Stops the source and the stages before this one; this one and those after go on. */
+  private endUpstream(): void {
+    this.chain?.cut(this.index);
+  }
+
   override open(): void {
     const { deadlines, idle, signals, custom, direct } = this.plan;
-    if (idle !== undefined) this.lastActivity = idle.clock.now();
+    if (idle !== undefined) this.lastActivity = idle.clock.elapsed();
     // The deadlines on the first deadline's clock are one entry: the earliest (the first listed on a tie).
     const first = deadlines[0];
     if (first !== undefined) {
@@ -256,9 +291,9 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
       first.clock.add(this, due);
     }
     for (let i = 0; i < signals.length && !this.closing; i++) {
-      const signal$ = signals[i]!.signal$;
+      const signal$ = signals[i]!;
       if ((direct & (1 << i)) !== 0) (signal$ as Broadcast<unknown>).attach(this);
-      else (this.others ??= []).push(signal$.subscribe(new SignalSubscriber(this, signals[i]!.reason)));
+      else (this.others ??= []).push(signal$.subscribe(new SignalSubscriber(this, this.plan.signalReasons[i]!)));
     }
     if (custom.length > 0 && !this.closing) {
       const frames = (this.frames = new Subject<Frame>());
@@ -272,9 +307,9 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     if (this.closing) return;
     const idle = this.plan.idle;
     if (idle !== undefined) {
-      if (frame.type === 'message' && frame.priority === 'notification') this.lastActivity = idle.clock.now();
+      if (frame.type === 'message' && frame.priority === 'notification') this.lastActivity = idle.clock.elapsed();
       // The check runs on each keep-alive tick; the close replaces that tick.
-      else if (frame.type === 'comment' && idle.clock.now() - this.lastActivity >= idle.ms) return this.close('idle_timeout');
+      else if (frame.type === 'comment' && idle.clock.elapsed() - this.lastActivity >= idle.ms) return this.close('idle_timeout');
     }
     if (this.frames !== undefined) {
       this.frames.next(frame);
@@ -289,8 +324,8 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   }
 
   onBroadcast(source: Observable<unknown>): void {
-    const signal = this.plan.signals.find((candidate) => candidate.signal$ === source);
-    if (signal !== undefined) this.close(signal.reason);
+    const i = this.plan.signals.indexOf(source);
+    if (i >= 0) this.close(this.plan.signalReasons[i]!);
   }
 
   /** A reason from a signal, a deadline or a trigger of your own. */
@@ -300,11 +335,11 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     this.reason = reason;
     this.release();
     this.endUpstream();
-    const closing = this.plan.closing;
-    if (closing === undefined) {
+    const { plan } = this;
+    if (plan.closing === undefined) {
       this.out.push(reason);
     } else {
-      for (const frame of closing(reason)) this.out.push(frame);
+      for (const frame of plan.closing(reason)) this.out.push(frame);
     }
     this.out.end();
   }
@@ -342,7 +377,7 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   private release(): void {
     const { deadlines, signals, direct } = this.plan;
     if (deadlines.length > 0) deadlines[0]!.clock.remove(this);
-    if (direct !== 0) for (let i = 0; i < signals.length; i++) if ((direct & (1 << i)) !== 0) (signals[i]!.signal$ as Broadcast<unknown>).detach(this);
+    if (direct !== 0) for (let i = 0; i < signals.length; i++) if ((direct & (1 << i)) !== 0) (signals[i] as Broadcast<unknown>).detach(this);
     const others = this.others;
     if (others !== undefined) {
       this.others = undefined;

@@ -101,7 +101,7 @@ export interface QueuePlan {
   /** `undefined`: always ready. */
   readonly demand$: Observable<boolean> | undefined;
   /** `demand$` is a {@link Broadcast}: streams attach to it instead of subscribing. */
-  readonly direct: boolean;
+  readonly directDemand: boolean;
   readonly onDrop: DropHandler | undefined;
   readonly stallGraceMs: number | undefined;
   readonly clock: Clock | undefined;
@@ -117,7 +117,7 @@ export function queuePlan(limit: number | QueueLimits, demand$: Observable<boole
     notifications,
     bytes,
     demand$,
-    direct: demand$ instanceof Broadcast,
+    directDemand: demand$ instanceof Broadcast,
     onDrop,
     stallGraceMs,
     clock: stallGraceMs === undefined ? undefined : Clock.of(options?.scheduler),
@@ -148,7 +148,7 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
 
   override open(): void {
     const { plan } = this;
-    if (plan.direct) (plan.demand$ as Broadcast<boolean>).attach(this);
+    if (plan.directDemand) (plan.demand$ as Broadcast<boolean>).attach(this);
     else if (plan.demand$ !== undefined) this.demand = plan.demand$.subscribe(new DemandSubscriber(this));
   }
 
@@ -223,7 +223,7 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
     if (this.released) return;
     this.released = true;
     this.plan.clock?.remove(this);
-    if (this.plan.direct) (this.plan.demand$ as Broadcast<boolean>).detach(this);
+    if (this.plan.directDemand) (this.plan.demand$ as Broadcast<boolean>).detach(this);
     this.demand?.unsubscribe();
     this.demand = undefined;
     this.pending?.clear();

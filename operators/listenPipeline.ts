@@ -6,13 +6,13 @@ import { acknowledgedNotification, filterNames, type ListenFilter } from '../lib
 import { controlFrame, type CloseReason, type Frame, type MessageFrame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
 import { isJsonRpcId, type JsonRpcId } from '../lib/jsonrpc.js';
-import { notifications } from '../lib/notifications.js';
+import { attachTopics } from '../lib/notifications.js';
 import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
 import { channels, type StopReason } from '../lib/telemetry.js';
 import { AckStage } from './ackThenNotify.js';
-import { CloseStage, requireEpochMs, requireObservable, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
+import { CloseStage, directSignals, requireEpochMs, requireObservable, type ClosePlan, type CloseTrigger, type TriggerSpec } from './closeTriggers.js';
 import { listenClosingFrames } from './closeWhen.js';
-import { queuePlan, QueueStage, type QueuePlan } from './dropWhenQueueExceeds.js';
+import { QueueStage, type DropHandler, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage } from './keepAlive.js';
 import { Stage, StageChain } from './stage.js';
 import { TagStage } from './tagSubscriptionId.js';
@@ -100,18 +100,13 @@ export function listenPipeline(init: ListenPipelineInit): OperatorFunction<Messa
  * @throws InvalidOptionError synchronously when an option is invalid (DESIGN M13).
  */
 export function listenStream(init: ListenStreamInit): Observable<Frame> {
-  return notifications(init.hub, init.filter, init.scopes).pipe(listenPipeline(init));
-}
-
-/** What every stage of one listen stream is built from. */
-interface ListenPlan {
-  readonly ack: MessageFrame;
-  readonly requestId: JsonRpcId;
-  readonly filter: ListenFilter;
-  readonly keepAliveInterval: number;
-  readonly clock: Clock;
-  readonly close: ClosePlan;
-  readonly queue: QueuePlan;
+  const plan = listenPlan(init);
+  const { hub, filter, scopes } = init;
+  // The same as `notifications(hub, filter, scopes).pipe(listenPipeline(init))`, with the first
+  // stage registered on the hub's topics directly: no subscriber in between.
+  return new Observable<Frame>((subscriber) =>
+    new StageChain(listenStages(plan), subscriber).run((entry) => attachTopics(hub, filter, scopes, entry)),
+  );
 }
 
 // An endpoint passes the same frozen options to every stream: validated once, and shared by the
@@ -127,8 +122,100 @@ function resolved(options: Partial<ListenOptions> | undefined): Readonly<ListenO
   return result;
 }
 
-// The lifetime and idle triggers of the streams of one clock and options, shared.
-const sharedTriggers = new WeakMap<Clock, WeakMap<object, { lifetime: TriggerSpec & { kind: 'deadline' }; idle: TriggerSpec & { kind: 'idle' } }>>();
+/** What the streams of one clock and one set of options share: their lifetime and idle triggers. */
+interface Shared {
+  readonly options: Readonly<ListenOptions>;
+  readonly clock: Clock;
+  readonly lifetime: readonly (TriggerSpec & { kind: 'deadline' })[];
+  readonly idle: TriggerSpec & { kind: 'idle' };
+}
+
+const sharedByClock = new WeakMap<Clock, WeakMap<object, Shared>>();
+
+function sharedFor(options: Readonly<ListenOptions>, clock: Clock): Shared {
+  let byOptions = sharedByClock.get(clock);
+  if (byOptions === undefined) sharedByClock.set(clock, (byOptions = new WeakMap()));
+  let shared = byOptions.get(options);
+  if (shared === undefined) {
+    shared = Object.freeze({
+      options,
+      clock,
+      lifetime: Object.freeze([{ kind: 'deadline' as const, reason: 'max_lifetime' as const, clock, after: options.maxStreamLifetime }]),
+      idle: { kind: 'idle' as const, ms: options.listenIdleTimeout, clock },
+    });
+    byOptions.set(options, shared);
+  }
+  return shared;
+}
+
+// The order of the composition: superseded, then shutdown.
+const SIGNAL_REASONS: readonly CloseReason[] = Object.freeze(['superseded', 'shutdown']);
+const SHUTDOWN_ONLY: readonly CloseReason[] = Object.freeze(['shutdown']);
+const NO_SIGNALS: readonly Observable<unknown>[] = Object.freeze([]);
+const NO_TRIGGERS: readonly CloseTrigger[] = Object.freeze([]);
+
+/**
+ * What every stage of one listen stream is built from, in one object: it is the close plan and
+ * the queue plan of its stages as well (a stream holds one plan, not three).
+ */
+class ListenPlan implements ClosePlan, QueuePlan {
+  readonly ack: MessageFrame;
+  readonly deadlines: readonly (TriggerSpec & { kind: 'deadline' })[];
+  readonly signals: readonly Observable<unknown>[];
+  readonly signalReasons: readonly CloseReason[];
+  readonly direct: number;
+  readonly demand$: Observable<boolean> | undefined;
+  readonly directDemand: boolean;
+
+  constructor(
+    private readonly shared: Shared,
+    readonly requestId: JsonRpcId,
+    readonly filter: ListenFilter,
+    init: ListenPipelineInit,
+  ) {
+    this.ack = controlFrame(acknowledgedNotification(filter));
+    // The order of the composition: lifetime, token expiry (a tie closes with the first), idle, signals.
+    this.deadlines =
+      init.expiresAt === undefined
+        ? shared.lifetime
+        : [shared.lifetime[0]!, { kind: 'deadline', reason: 'token_expired', clock: shared.clock, at: init.expiresAt }];
+    const { supersede$, shutdown$ } = init;
+    this.signals = supersede$ !== undefined ? (shutdown$ !== undefined ? [supersede$, shutdown$] : [supersede$]) : shutdown$ !== undefined ? [shutdown$] : NO_SIGNALS;
+    this.signalReasons = supersede$ !== undefined ? SIGNAL_REASONS : SHUTDOWN_ONLY;
+    this.direct = directSignals(this.signals, init.demand$);
+    this.demand$ = init.demand$;
+    this.directDemand = init.demand$ instanceof Broadcast;
+  }
+
+  get clock(): Clock {
+    return this.shared.clock;
+  }
+  get keepAliveInterval(): number {
+    return this.shared.options.keepAliveInterval;
+  }
+  get idle(): TriggerSpec & { kind: 'idle' } {
+    return this.shared.idle;
+  }
+  get custom(): readonly CloseTrigger[] {
+    return NO_TRIGGERS;
+  }
+  get notifications(): number {
+    return this.shared.options.listenMaxQueue;
+  }
+  get bytes(): number {
+    return this.shared.options.listenMaxQueueBytes;
+  }
+  get onDrop(): DropHandler {
+    return onDrop;
+  }
+  get stallGraceMs(): number {
+    return this.shared.options.keepAliveInterval;
+  }
+
+  closing(reason: CloseReason): readonly Frame[] {
+    return listenClosingFrames(this.requestId, this.shared.options.closeNotice, reason);
+  }
+}
 
 function listenPlan(init: ListenPipelineInit): ListenPlan {
   const options = resolved(init.options);
@@ -142,59 +229,17 @@ function listenPlan(init: ListenPipelineInit): ListenPlan {
   if (init.demand$ !== undefined && !isObservable(init.demand$)) {
     throw new InvalidOptionError('demand$', 'an Observable of booleans', init.demand$);
   }
-  const clock = Clock.of(init.scheduler ?? asyncScheduler);
-  let byOptions = sharedTriggers.get(clock);
-  if (byOptions === undefined) sharedTriggers.set(clock, (byOptions = new WeakMap()));
-  let shared = byOptions.get(options);
-  if (shared === undefined) {
-    shared = {
-      lifetime: { kind: 'deadline', reason: 'max_lifetime', clock, after: options.maxStreamLifetime },
-      idle: { kind: 'idle', ms: options.listenIdleTimeout, clock },
-    };
-    byOptions.set(options, shared);
-  }
-  // The order of the composition: lifetime, token expiry (a tie closes with the first), idle, signals.
-  const deadlines: (TriggerSpec & { kind: 'deadline' })[] = [shared.lifetime];
-  if (init.expiresAt !== undefined) deadlines.push({ kind: 'deadline', reason: 'token_expired', clock, at: init.expiresAt });
-  const signals: (TriggerSpec & { kind: 'signal' })[] = [];
-  if (init.supersede$ !== undefined) signals.push({ kind: 'signal', reason: 'superseded', signal$: init.supersede$ });
-  if (init.shutdown$ !== undefined) signals.push({ kind: 'signal', reason: 'shutdown', signal$: init.shutdown$ });
-  let direct = 0;
-  signals.forEach((signal, i) => {
-    if (signal.signal$ instanceof Broadcast && signal.signal$ !== init.demand$ && signals.findIndex((other) => other.signal$ === signal.signal$) === i) {
-      direct |= 1 << i;
-    }
-  });
-  const mode = options.closeNotice;
-  return {
-    ack: controlFrame(acknowledgedNotification(filter)),
-    requestId,
-    filter,
-    keepAliveInterval: options.keepAliveInterval,
-    clock,
-    close: {
-      deadlines,
-      idle: shared.idle,
-      signals,
-      custom: [],
-      closing: (reason: CloseReason) => listenClosingFrames(requestId, mode, reason),
-      direct,
-    },
-    queue: queuePlan({ notifications: options.listenMaxQueue, bytes: options.listenMaxQueueBytes }, init.demand$, onDrop, {
-      stallGraceMs: options.keepAliveInterval,
-      scheduler: init.scheduler ?? asyncScheduler,
-    }),
-  };
+  return new ListenPlan(sharedFor(options, Clock.of(init.scheduler ?? asyncScheduler)), requestId, filter, init);
 }
 
 function listenStages(plan: ListenPlan): Stage<any, any>[] {
-  const close = new CloseStage(plan.close);
+  const close = new CloseStage(plan);
   return [
     new AckStage(plan.ack),
     new KeepAliveStage(plan.keepAliveInterval, plan.clock),
     close,
     new TagStage(plan.requestId),
-    new QueueStage(plan.queue),
+    new QueueStage(plan),
     new TelemetryStage(plan, close),
   ];
 }
@@ -211,10 +256,11 @@ class TelemetryStage extends Stage<Frame> {
   }
 
   override open(): void {
-    this.openedAt = this.plan.clock.now();
+    const { clock } = this.plan;
+    this.openedAt = clock.elapsed();
     if (channels.start.hasSubscribers) {
       const { filter } = this.plan;
-      channels.start.publish({ systemTime: this.openedAt, resourceSubscriptions: filter.resourceSubscriptions?.length ?? 0, filters: filterNames(filter) });
+      channels.start.publish({ systemTime: this.openedAt + clock.origin, resourceSubscriptions: filter.resourceSubscriptions?.length ?? 0, filters: filterNames(filter) });
     }
   }
 
@@ -225,7 +271,7 @@ class TelemetryStage extends Stage<Frame> {
   override dispose(): void {
     if (!channels.stop.hasSubscribers) return;
     const reason: StopReason = this.close.reason ?? (this.close.failed ? 'error' : 'client_closed');
-    channels.stop.publish({ duration: this.plan.clock.now() - this.openedAt, filters: filterNames(this.plan.filter), reason });
+    channels.stop.publish({ duration: this.plan.clock.elapsed() - this.openedAt, filters: filterNames(this.plan.filter), reason });
   }
 }
 

@@ -2,7 +2,7 @@ import { asyncScheduler, Observable, type MonoTypeOperatorFunction, type Observa
 import { Clock } from '../lib/clock.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
-import { CloseStage, requireEpochMs, requireObservable, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
+import { CloseStage, directSignals, requireEpochMs, requireObservable, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
 import { endingFrames } from './closeWhen.js';
 import { queuePlan, QueueStage, type DropHandler, type QueueLimits } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, requireInterval } from './keepAlive.js';
@@ -83,10 +83,11 @@ export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunc
   if (init.shutdown$ !== undefined) requireObservable('shutdown signal$', init.shutdown$);
   const deadlines: (TriggerSpec & { kind: 'deadline' })[] = [{ kind: 'deadline', reason: 'max_lifetime', clock, after: init.maxStreamLifetime }];
   if (init.expiresAt !== undefined) deadlines.push({ kind: 'deadline', reason: 'token_expired', clock, at: init.expiresAt });
-  const signals: (TriggerSpec & { kind: 'signal' })[] = [];
-  if (init.supersede$ !== undefined) signals.push({ kind: 'signal', reason: 'superseded', signal$: init.supersede$ });
-  if (init.shutdown$ !== undefined) signals.push({ kind: 'signal', reason: 'shutdown', signal$: init.shutdown$ });
-  const close: ClosePlan = { deadlines, idle: undefined, signals, custom: [], closing: endingFrames(init.onClose), direct: 0 };
+  const signals: Observable<unknown>[] = [];
+  const signalReasons: CloseReason[] = [];
+  if (init.supersede$ !== undefined) signals.push(init.supersede$), signalReasons.push('superseded');
+  if (init.shutdown$ !== undefined) signals.push(init.shutdown$), signalReasons.push('shutdown');
+  const close: ClosePlan = { deadlines, idle: undefined, signals, signalReasons, custom: [], closing: endingFrames(init.onClose), direct: directSignals(signals, init.demand$) };
   const queue = queuePlan(init.queue, init.demand$, init.onDrop, { stallGraceMs: init.keepAliveInterval, scheduler });
   const restore$ = init.restore === undefined ? undefined : restoreObservable(init.restore.uris, init.restore.subscribe, init.restore.concurrency, init.restore.onError);
   const { lastEventId, log, reconnectDelay, keepAliveInterval } = init;

@@ -30,10 +30,13 @@ export interface Downstream<T> {
 export abstract class Stage<In = unknown, Out = In> implements Downstream<In> {
   /** The next stage, or the chain's end. Set when the chain is linked. */
   out!: Downstream<Out>;
-  /** The chain this stage runs in. Set when the chain is linked. */
-  chain!: StageChain;
-  /** This stage's place in its chain. */
-  index = 0;
+
+  /**
+   * Told the chain it runs in and its place there when the chain is linked; a stage that ends
+   * everything above it (see {@link StageChain.cut}) keeps them. Nothing by default: an idle
+   * stream holds no more than it needs.
+   */
+  link(_chain: StageChain, _index: number): void {}
 
   open(): void {}
   opened(): void {}
@@ -45,14 +48,6 @@ export abstract class Stage<In = unknown, Out = In> implements Downstream<In> {
     this.out.fail(error);
   }
   dispose(): void {}
-
-  /**
-   * Stops everything above this stage: the stages before it are disposed and the source is
-   * unsubscribed; this stage and those after it go on (to write closing frames, say).
-   */
-  protected endUpstream(): void {
-    this.chain.cut(this.index);
-  }
 }
 
 /**
@@ -88,7 +83,7 @@ class SourceSubscriber<T> extends Subscriber<T> {
 export class StageChain implements Downstream<unknown> {
   private readonly stages: readonly Stage<any, any>[];
   private readonly sink: Subscriber<any>;
-  private source: Subscriber<unknown> | undefined;
+  private source: { unsubscribe(): void } | undefined;
   /** Stages with an index below this one have been disposed. */
   private live = 0;
   /** A stage ended everything above it ({@link StageChain.cut}). */
@@ -100,14 +95,17 @@ export class StageChain implements Downstream<unknown> {
     this.sink = sink;
     for (let i = 0; i < stages.length; i++) {
       const stage = stages[i]!;
-      stage.chain = this;
-      stage.index = i;
+      stage.link(this, i);
       stage.out = i + 1 < stages.length ? stages[i + 1]! : this;
     }
   }
 
-  /** Opens the stages, subscribes `source`, tells the stages it is subscribed. */
-  run(source: Observable<unknown>): void {
+  /**
+   * Opens the stages, subscribes `source`, tells the stages it is subscribed. `source` is an
+   * Observable, or a function that registers an entry with `next` directly (a hub registration:
+   * no subscriber in between) and returns how to undo it.
+   */
+  run(source: Observable<unknown> | ((entry: { next(value: unknown): void }) => { unsubscribe(): void })): void {
     const { stages, sink } = this;
     sink.add(this);
     for (let i = stages.length - 1; i >= 0; i--) {
@@ -115,20 +113,33 @@ export class StageChain implements Downstream<unknown> {
       // Ended while opening (a close trigger that fires at once): the source is never subscribed.
       if (this.done || this.severed) return;
     }
-    const subscriber = (this.source = new SourceSubscriber<unknown>(stages[0] ?? this));
-    source.subscribe(subscriber);
+    if (typeof source === 'function') {
+      this.source = source(this);
+    } else {
+      const subscriber = (this.source = new SourceSubscriber<unknown>(stages[0] ?? this));
+      source.subscribe(subscriber);
+    }
     for (let i = 0; i < stages.length; i++) {
       if (this.done) return;
       if (i >= this.live) stages[i]!.opened();
     }
   }
 
-  /** Disposes the stages before `index` and unsubscribes the source. */
+  /**
+   * Stops everything above the stage at `index`: the stages before it are disposed and the source
+   * is unsubscribed; that stage and those after it go on (to write closing frames, say).
+   */
   cut(index: number): void {
     this.severed = true;
     this.source?.unsubscribe();
     for (let i = this.live; i < index; i++) this.stages[i]!.dispose();
     if (index > this.live) this.live = index;
+  }
+
+  /** A value from a source registered by a function (see {@link StageChain.run}). */
+  next(value: unknown): void {
+    if (this.severed || this.done) return;
+    (this.stages[0] ?? this).push(value);
   }
 
   // The end of the chain: the last stage's output goes to the sink.
