@@ -269,9 +269,11 @@ async function fanout(peer, { n, k, rounds }, wantThroughput, wantLatency, legac
         for (let pass = 0; pass < config.passes; pass++) {
           await sleep(100);
           await loadgen('reset');
+          const reg0 = await server('registry');
           const [cpu0, gen0] = await Promise.all([server('cpu'), loadgen('cpu')]);
           const { published, seen } = await deliver(loadgen, k, () => server('publishPaced', { k, batch: pattern.batch }));
           const [cpu1, gen1] = await Promise.all([server('cpu'), loadgen('cpu')]);
+          const reg1 = await server('registry');
           const elapsed = (seen.complete ? seen.t : published.t1) - published.t0;
           const wallUs = (cpu1.t - cpu0.t) / 1000;
           result.passes.push({
@@ -284,6 +286,10 @@ async function fanout(peer, { n, k, rounds }, wantThroughput, wantLatency, legac
             loadgenBusy: (gen1.us - gen0.us) / wallUs,
             complete: seen.complete,
             lost: seen.expected - seen.received,
+            // What our telemetry says became of the frames not counted: dropped (channels.drop)
+            // or coalesced into a later identical one (queueTotals); undefined for other peers.
+            dropped: reg1.drops - reg0.drops,
+            coalesced: reg1.coalesced === undefined ? undefined : reg1.coalesced - reg0.coalesced,
             gateWaits: published.waits,
           });
         }
@@ -647,6 +653,8 @@ function fanoutSummary(map, peers, era) {
         serverBusy: median(passes.map((p) => p.serverBusy)),
         loadgenBusy: median(passes.map((p) => p.loadgenBusy)),
         lost: Math.max(...passes.map((p) => p.lost)),
+        dropped: Math.max(...passes.map((p) => p.dropped ?? 0)),
+        coalesced: passes.some((p) => p.coalesced !== undefined) ? Math.max(...passes.map((p) => p.coalesced ?? 0)) : undefined,
         passes: passes.length,
         complete: passes.every((p) => p.complete),
       };
@@ -762,7 +770,7 @@ function fanoutTables(era, peers, baseId, unit, headings) {
             fmt.ratio(p.cpuPerFrame, base?.cpuPerFrame),
             `${fmt.pct(p.serverBusy)} / ${fmt.pct(p.loadgenBusy)}`,
             String(p.lost),
-            `K=${row.k}, ${p.passes} pass${p.passes === 1 ? '' : 'es'}${p.complete ? '' : ', incomplete'}${row.drops ? `, dropped ${row.drops}` : ''}`,
+            `K=${row.k}, ${p.passes} pass${p.passes === 1 ? '' : 'es'}${p.complete ? '' : ', incomplete'}${p.dropped ? `, dropped ${fmt.int(p.dropped)}` : ''}${p.coalesced ? `, coalesced ${fmt.int(p.coalesced)}` : ''}`,
           ]);
         }
       }
