@@ -12,7 +12,8 @@
 // (bench/run.mjs runs it as workload 5 and puts it in the table.)
 import os from 'node:os';
 import { bench, do_not_optimize, run, summary } from 'mitata';
-import { encodeFrame, encodeResourceUpdated, notificationFrame } from '../dist/index.js';
+// bench/run.mjs points BENCH_DIST at its copy of dist/ (one build for the whole run).
+const { encodeFrame, encodeResourceUpdated, notificationFrame } = await import(process.env.BENCH_DIST ?? '../dist/index.js');
 
 const N = 1000;
 const json = process.argv.includes('--json');

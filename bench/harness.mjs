@@ -139,6 +139,7 @@ export function loadgenPool(procs) {
         return all('counts', args).then((replies) => ({
           stalled: replies.find((r) => r.stalled !== undefined)?.stalled,
           healthyMin: Math.min(...replies.map((r) => r.healthyMin)),
+          healthyMarkersMin: Math.min(...replies.map((r) => r.healthyMarkersMin)),
           lastFrameAt: maxOf(replies.map((r) => r.lastFrameAt)),
         }));
       default:

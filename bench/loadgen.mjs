@@ -3,7 +3,7 @@
 // envelope) and then only count. Parsing is minimal on purpose: a frame is one `data:` occurrence
 // (searched with Buffer#indexOf, a pattern split across two reads is caught), a marker frame one
 // `list_changed` occurrence; nothing is JSON-parsed. Commands over IPC:
-//   open {port, n, legacy, localAddress, base}
+//   open {port, n, legacy, localAddress, base, uris}
 //                            open n streams (256 in flight) and wait for every ack; with
 //                            `legacy`, n 2025-11-25 sessions instead, each as the SDK 1.x client
 //                            does it: POST initialize, POST notifications/initialized, GET /mcp
@@ -12,7 +12,10 @@
 //                            The POSTs go through a keep-alive http.Agent (setup, not measured).
 //                            Sockets bind `localAddress` (default 127.0.0.1: one loopback source
 //                            address per load-generator process, see bench/harness.mjs) and the
-//                            request ids count from `base` (unique across processes).
+//                            request ids count from `base` (unique across processes). Every
+//                            stream subscribes to the first `uris` URIs of peers/common.mjs.
+//   subscribeMore {port, uris}
+//                            every legacy session opened also subscribes to URIs up to `uris`
 //   reset                    zero every stream's frame, marker and byte counts
 //   expect {target, idleMs, firstIdleMs}
 //                            reply when every stream has `target` frames (after reset), or when
@@ -23,13 +26,14 @@
 //                            stream received)}
 //   markers {from}           the hrtime at which every healthy stream had marker m, m = 1..
 //   stall {index} / resume   stop / restart reading one stream (socket.pause / resume)
-//   counts                   per-stream totals for the stalled stream and the others
+//   counts                   per-stream totals for the stalled stream and the others (frames
+//                            since open, markers since watchMarkers)
 //   destroy                  reset every socket (RST: an abrupt client death)
 //   cpu                      process.cpuUsage() in µs (user + system): is the load generator the
 //                            bottleneck of a pass?
 import http from 'node:http';
 import net from 'node:net';
-import { URI } from './peers/common.mjs';
+import { uris } from './peers/common.mjs';
 
 const LEGACY_VERSION = '2025-11-25';
 const OPEN_TIMEOUT_MS = 60_000;
@@ -72,6 +76,7 @@ let stalled = -1; // the stalled stream's global index (conn.i), -1 for none
 let stalledConn;
 let lastFrameAt = 0;
 let localAddress = '127.0.0.1';
+let URIS = uris(1); // what every stream subscribes to, set by `open`
 
 function request(port, i) {
   // `i` is the stream's index across every load-generator process (unique request ids).
@@ -85,7 +90,7 @@ function request(port, i) {
         'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
         'io.modelcontextprotocol/clientCapabilities': {},
       },
-      notifications: { resourceSubscriptions: [URI], toolsListChanged: true },
+      notifications: { resourceSubscriptions: URIS, toolsListChanged: true },
     },
   });
   return (
@@ -183,7 +188,7 @@ function post(port, message, sessionId) {
   });
 }
 
-/** A 2025-11-25 session with its GET stream subscribed to URI, opened as the SDK 1.x client does. */
+/** A 2025-11-25 session with its GET stream subscribed to URIS, opened as the SDK 1.x client does. */
 async function openLegacy(port, i) {
   const init = await post(port, {
     jsonrpc: '2.0',
@@ -198,10 +203,36 @@ async function openLegacy(port, i) {
   const head =
     `GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n` +
     `Mcp-Session-Id: ${sessionId}\r\nMcp-Protocol-Version: ${LEGACY_VERSION}\r\n\r\n`;
-  return stream(port, i, head, async () => {
-    const r = await post(port, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: URI } }, sessionId);
-    if (r.status !== 200 || !r.text.includes('"result":{}')) throw new Error(`resources/subscribe ${i}: ${r.status} ${r.text.slice(0, 200)}`);
+  return stream(port, i, head, async (conn) => {
+    conn.sessionId = sessionId;
+    await subscribe(port, conn, URIS);
   });
+}
+
+/** `resources/subscribe` for each of `list` on the session of `conn`, one after the other. */
+async function subscribe(port, conn, list) {
+  for (const uri of list) {
+    const r = await post(port, { jsonrpc: '2.0', id: `s:${uri}`, method: 'resources/subscribe', params: { uri } }, conn.sessionId);
+    if (r.status !== 200 || !r.text.includes('"result":{}')) throw new Error(`resources/subscribe ${conn.i} ${uri}: ${r.status} ${r.text.slice(0, 200)}`);
+  }
+}
+
+/** Every open legacy session also subscribes to `list` (256 sessions at a time). */
+async function subscribeAll(port, list) {
+  let next = 0;
+  const errors = [];
+  const worker = async () => {
+    while (next < conns.length) {
+      const conn = conns[next++];
+      try {
+        await withTimeout(subscribe(port, conn, list), OPEN_TIMEOUT_MS, `subscribe ${conn.i}`);
+      } catch (error) {
+        if (errors.length < 3) errors.push(String(error.message ?? error));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(256, conns.length) }, worker));
+  return { errors };
 }
 
 function withTimeout(promise, ms, what) {
@@ -270,7 +301,14 @@ process.on('message', async ({ id, cmd, args }) => {
     switch (cmd) {
       case 'open':
         localAddress = args.localAddress ?? '127.0.0.1';
+        URIS = uris(args.uris ?? 1);
         return reply(await openAll(args.port, args.n, args.legacy === true, args.base ?? 0));
+      case 'subscribeMore': {
+        // Legacy sessions opened with the first URI subscribe to the next ones too.
+        const more = uris(args.uris).slice(URIS.length);
+        URIS = uris(args.uris);
+        return reply(await subscribeAll(args.port, more));
+      }
       case 'reset':
         for (const conn of conns) {
           conn.frames = 0;
@@ -314,8 +352,13 @@ process.on('message', async ({ id, cmd, args }) => {
         return reply({});
       case 'counts': {
         let healthyMin = Infinity;
-        for (const conn of conns) if (conn.i !== stalled && conn.total < healthyMin) healthyMin = conn.total;
-        return reply({ stalled: stalledConn?.total, healthyMin, lastFrameAt });
+        let healthyMarkersMin = Infinity;
+        for (const conn of conns) {
+          if (conn.i === stalled) continue;
+          if (conn.total < healthyMin) healthyMin = conn.total;
+          if (conn.markers < healthyMarkersMin) healthyMarkersMin = conn.markers;
+        }
+        return reply({ stalled: stalledConn?.total, healthyMin, healthyMarkersMin, lastFrameAt });
       }
       case 'cpu': {
         const { user, system } = process.cpuUsage();

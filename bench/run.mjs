@@ -43,17 +43,17 @@
 //   node --expose-gc bench/run.mjs --only throughput,latency --peers baseline,ours --pattern single
 //   node --expose-gc bench/run.mjs --quick --only legacy,storm --peers baseline,ours,sdk-v1
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { child, loadgenPool } from './harness.mjs';
 
 const started = performance.now();
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 const argv = process.argv.slice(2);
 const KNOWN_FLAGS = new Set(['quick', 'no-charts', 'help']);
-const KNOWN_OPTIONS = new Set(['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens', 'out']);
+const KNOWN_OPTIONS = new Set(['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens', 'uris', 'out']);
 for (let i = 0; i < argv.length; i++) {
   const name = argv[i].replace(/^--/, '');
   if (!argv[i].startsWith('--') || !(KNOWN_FLAGS.has(name) || KNOWN_OPTIONS.has(name))) {
@@ -140,6 +140,11 @@ const nWanted = list('n')?.map(Number);
 for (const n of nWanted ?? []) if (!Number.isInteger(n) || n <= 0) fail(`--n: not a positive integer: ${n}`);
 const sessionsOption = option('sessions') === undefined ? undefined : Number(option('sessions'));
 if (sessionsOption !== undefined && !(Number.isInteger(sessionsOption) && sessionsOption > 0)) fail('--sessions: a positive integer');
+// URIs every stream / session subscribes to; the throughput passes and the slow consumer rotate
+// their publishes over them, so that the 10 of a batched turn are distinct (the library collapses
+// identical pending notifications, issue 15; --uris 1 shows that collapse instead).
+const URI_COUNT = option('uris') === undefined ? 10 : Number(option('uris'));
+if (!(Number.isInteger(URI_COUNT) && URI_COUNT > 0 && URI_COUNT <= 100)) fail('--uris: an integer from 1 to 100');
 const loadgensOption = option('loadgens') === undefined ? undefined : Number(option('loadgens'));
 if (loadgensOption !== undefined && !(Number.isInteger(loadgensOption) && loadgensOption > 0 && loadgensOption < 250)) fail('--loadgens: an integer from 1 to 249');
 
@@ -193,9 +198,26 @@ if (nWanted !== undefined) {
   }
 }
 const SERVER_ARGS = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
+
+// The whole run uses one build: dist/ is copied once, and every server process (peers/ours.mjs)
+// and encode.mjs import the copy through BENCH_DIST, so a rebuild of dist/ during a long run (the
+// tree is shared) cannot mix two builds in one table. The copy sits under node_modules/.cache so
+// that the package's own dependencies resolve from it; it is removed at exit.
+const SNAPSHOT = here(`../node_modules/.cache/mcp-rx-streams-bench/dist-${process.pid}`);
+if (process.env.BENCH_DIST === undefined) {
+  try {
+    cpSync(here('../dist'), SNAPSHOT, { recursive: true });
+  } catch (error) {
+    fail(`cannot copy dist/ (run npm run build first): ${error.message}`);
+  }
+  writeFileSync(path.join(SNAPSHOT, 'package.json'), '{"type":"module"}\n');
+  process.env.BENCH_DIST = pathToFileURL(path.join(SNAPSHOT, 'index.js')).href;
+  process.on('exit', () => rmSync(SNAPSHOT, { recursive: true, force: true }));
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
+}
 const loadgensFor = (n) => loadgensOption ?? Math.max(1, Math.ceil(n / PER_LOADGEN));
 
-const partial = ['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens'].some((o) => option(o) !== undefined) || SERVER_ARGS.length > 0;
+const partial = ['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens', 'uris'].some((o) => option(o) !== undefined) || SERVER_ARGS.length > 0;
 const OUT = path.resolve(option('out') ?? here(`results/${QUICK ? 'quick' : partial ? 'partial' : 'full'}`));
 
 // ---------- child processes ----------
@@ -217,8 +239,8 @@ async function session(peer, n, body) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function openStreams(loadgen, port, n, legacy = false) {
-  const opened = await loadgen('open', { port, n, legacy });
+async function openStreams(loadgen, port, n, legacy = false, uris = URI_COUNT) {
+  const opened = await loadgen('open', { port, n, legacy, uris });
   if (opened.opened !== n) throw new Error(`opened ${opened.opened}/${n} streams: ${opened.errors.join('; ')}`);
   return opened;
 }
@@ -247,9 +269,26 @@ async function deliver(loadgen, target, publish, idleMs = IDLE_MS, firstIdleMs =
  */
 async function fanout(peer, { n, k, rounds }, wantThroughput, wantLatency, legacy, rep) {
   return session(peer, n, async ({ server, loadgen, port }) => {
+    // Idle memory is per stream / session with ONE subscription (the definition issue 15 measures
+    // against); with --uris > 1 the throughput passes need more: a legacy session then subscribes
+    // to the others after the measurement, listen streams are reset and opened again with all.
     const before = await server('mem');
-    const opened = await openStreams(loadgen, port, n, legacy);
+    const opened = await openStreams(loadgen, port, n, legacy, 1);
     const after = await server('mem');
+    if (wantThroughput && URI_COUNT > 1) {
+      if (legacy) {
+        const { errors } = await loadgen('subscribeMore', { port, uris: URI_COUNT });
+        if (errors.length > 0) throw new Error(`subscribing to ${URI_COUNT} URIs: ${errors.join('; ')}`);
+      } else {
+        await loadgen('destroy');
+        for (let i = 0; i < 100; i++) {
+          const r = await server('registry');
+          if (r.streams === 0 && r.sockets === 0) break;
+          await sleep(100);
+        }
+        await openStreams(loadgen, port, n, false, URI_COUNT);
+      }
+    }
     const result = {
       n,
       k,
@@ -264,14 +303,14 @@ async function fanout(peer, { n, k, rounds }, wantThroughput, wantLatency, legac
       // Warm-up (not measured): JIT, socket buffers.
       const warm = Math.max(1, Math.round(k / 10));
       await loadgen('reset');
-      await deliver(loadgen, warm, () => server('publishPaced', { k: warm, batch: order[0].batch }));
+      await deliver(loadgen, warm, () => server('publishPaced', { k: warm, batch: order[0].batch, uris: URI_COUNT }));
       for (const pattern of order) {
         for (let pass = 0; pass < config.passes; pass++) {
           await sleep(100);
           await loadgen('reset');
           const reg0 = await server('registry');
           const [cpu0, gen0] = await Promise.all([server('cpu'), loadgen('cpu')]);
-          const { published, seen } = await deliver(loadgen, k, () => server('publishPaced', { k, batch: pattern.batch }));
+          const { published, seen } = await deliver(loadgen, k, () => server('publishPaced', { k, batch: pattern.batch, uris: URI_COUNT }));
           const [cpu1, gen1] = await Promise.all([server('cpu'), loadgen('cpu')]);
           const reg1 = await server('registry');
           const elapsed = (seen.complete ? seen.t : published.t1) - published.t0;
@@ -327,11 +366,12 @@ async function slowConsumer(peer, stall) {
     const before = await server('mem');
     await loadgen('watchMarkers');
     await server('sampleStart', { everyMs: 50 });
-    const published = await server('publishRate', { k, ms, markerEvery: 100 });
-    // Let the healthy streams catch up (they stop at K + 1 frames), then sample.
+    const published = await server('publishRate', { k, ms, markerEvery: 100, uris: URI_COUNT });
+    // Let the healthy streams catch up (the last notification is a marker; counting markers, not
+    // frames, since a server may collapse identical notifications), then sample.
     for (let i = 0; i < 100; i++) {
       const c = await loadgen('counts');
-      if (c.healthyMin >= k + 1) break;
+      if (c.healthyMarkersMin >= published.markers.length) break;
       await sleep(100);
     }
     const { times } = await loadgen('markers');
@@ -501,7 +541,8 @@ function header() {
     `- node ${process.version} · ${os.cpus()[0]?.model ?? 'unknown cpu'} × ${os.cpus().length} cores · ${os.platform()} ${os.arch()} · ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB · ulimit -n ${softText} · load average at start ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`,
     `- mcp-rx-streams ${ours} (dist/) · @modelcontextprotocol/server ${versionOf('@modelcontextprotocol/server')} (+ @hono/node-server ${versionOf('@hono/node-server')}) · @modelcontextprotocol/sdk ${versionOf('@modelcontextprotocol/sdk')} · better-sse ${versionOf('better-sse')} · rxjs ${versionOf('rxjs')} · mitata ${versionOf('mitata')}`,
     `- medians over ${config.sessions} session(s) per shape (fresh server and load-generator processes each) × ${config.passes} throughput pass(es) per publish pattern per session; publish patterns: ${PATTERN.map((p) => `${p.id} = ${p.label}`).join(', ') || 'none'}; ratios to the baseline's median (legacy rows: to the legacy baseline's); server and load generator share the machine's 2 cores`,
-    `- load-generator processes: ${spread || '—'} (at most ${fmt.int(PER_LOADGEN)} sockets each, one loopback source address each)`,
+    `- load-generator processes: ${spread || '—'} (at most ${fmt.int(PER_LOADGEN)} sockets each, one loopback source address each); every stream / session subscribes to ${URI_COUNT} URI${URI_COUNT === 1 ? '' : 's'} and the throughput and slow-consumer publishes rotate over them`,
+    `- dist/ copied at the start of the run (${process.env.BENCH_DIST}): one build throughout`,
   ].join('\n');
 }
 
@@ -809,7 +850,7 @@ function fanoutTables(era, peers, baseId, unit, headings) {
 
 if (results.fanout) {
   fanoutTables('listen', MODERN, 'baseline', 'streams', {
-    throughput: want('throughput') && '## 1. Fan-out throughput (delivered frames/s and server CPU per frame, one URI)',
+    throughput: want('throughput') && `## 1. Fan-out throughput (delivered frames/s and server CPU per frame; every stream on ${URI_COUNT} URI${URI_COUNT === 1 ? '' : 's'}, the publishes rotating over them)`,
     latency: want('latency') && '## 2. Fan-out latency (publish → all N streams have it, ms; p50/p99 over the rounds)',
     memory: want('memory') && '## 3. Idle memory per listen stream (server, after GC)',
     memoryFrom: 1000,
@@ -906,7 +947,7 @@ if (results.legacy) {
   const baseId = LEGACY.some((p) => p.id === 'baseline') ? 'baseline' : 'ours';
   out.push('', '## Legacy (2025-11-25): sessions, GET SSE stream, `resources/subscribe`');
   fanoutTables('legacy', LEGACY, baseId, 'sessions', {
-    throughput: '### L1. Fan-out throughput (delivered frames/s and server CPU per frame, one URI, every session subscribed to it)',
+    throughput: `### L1. Fan-out throughput (delivered frames/s and server CPU per frame; every session subscribed to ${URI_COUNT} URI${URI_COUNT === 1 ? '' : 's'}, the publishes rotating over them)`,
     latency: '### L2. Fan-out latency (publish → all N GET streams have it, ms; p50/p99 over the rounds)',
     memory: '### L3. Idle memory per session + GET stream (server, after GC; initialize, GET, one subscribe)',
     memoryFrom: 0,

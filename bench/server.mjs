@@ -7,12 +7,15 @@
 //                            the notifications our queues coalesced (undefined for other peers)
 //   cpu                      process.cpuUsage() in µs (user + system) and the hrtime
 //   bytes                    bytes written so far on the open sockets (socket.bytesWritten)
-//   publishPaced {k, batch}  publish k notifications, `batch` per event-loop turn (1: one per
+//   publishPaced {k, batch, uris}
+//                            publish k notifications rotating over the first `uris` URIs,
+//                            `batch` per event-loop turn (1: one per
 //                            turn, nothing for an adapter to batch), waiting whenever a socket
 //                            has more than its high-water mark buffered (`writableNeedDrain`):
 //                            "as fast as the server accepts"
 //   publishOne               publish one notification; reply with the hrtime (ns) just before it
-//   publishRate {k, ms, markerEvery}  publish k over ~ms at a steady rate, no gate; every
+//   publishRate {k, ms, markerEvery, uris}  publish k (rotating over the URIs) over ~ms at a
+//                            steady rate, no gate; every
 //                            markerEvery-th is tools/list_changed; reply with the marker times
 //   storm {k}                k tools/list_changed in one event-loop turn (a registry registering
 //                            k tools in a loop); reply with the hrtime before and after the turn
@@ -22,7 +25,7 @@
 //                            sampleStop replies with [{t (hrtime ns), heap, rss}]
 // Times are process.hrtime (CLOCK_MONOTONIC, the same clock in every process on the box).
 import http from 'node:http';
-import { URI } from './peers/common.mjs';
+import { URI, uris } from './peers/common.mjs';
 
 const peerName = process.argv[2];
 const peer = await (await import(`./peers/${peerName}.mjs`)).create();
@@ -86,12 +89,13 @@ function firstBackedUp() {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-async function publishPaced({ k, batch }) {
+async function publishPaced({ k, batch, uris: count = 1 }) {
+  const URIS = uris(count);
   const t0 = now();
   let waits = 0;
   for (let sent = 0; sent < k; ) {
     const end = Math.min(k, sent + batch);
-    for (; sent < end; sent++) peer.publish(URI);
+    for (; sent < end; sent++) peer.publish(URIS[sent % URIS.length]);
     await turn();
     for (let socket = firstBackedUp(); socket !== undefined; socket = firstBackedUp()) {
       waits++;
@@ -109,7 +113,8 @@ async function publishPaced({ k, batch }) {
   return { t0, t1: now(), waits };
 }
 
-async function publishRate({ k, ms, markerEvery }) {
+async function publishRate({ k, ms, markerEvery, uris: count = 1 }) {
+  const URIS = uris(count);
   const markers = [];
   const ticks = Math.max(1, Math.round(ms / 2));
   const perTick = k / ticks;
@@ -122,7 +127,7 @@ async function publishRate({ k, ms, markerEvery }) {
         markers.push(now());
         peer.publishMarker();
       } else {
-        peer.publish(URI);
+        peer.publish(URIS[sent % URIS.length]);
       }
     }
     const due = start + tick * 2e6;

@@ -1,6 +1,12 @@
 // What every peer's server shares: the one URI the streams subscribe to, the request body reader
 // for the hand-written servers, and the frame bytes a correct listen stream writes.
 export const URI = 'file:///srv/bench/project/config.json';
+/**
+ * The URIs a stream or session subscribes to (the first `uris` of them, bench/run.mjs --uris):
+ * a publish pattern of several notifications per turn rotates over them, so that no two in one
+ * turn are identical (a server may rightly collapse identical pending notifications into one).
+ */
+export const uris = (count) => Array.from({ length: count }, (_, i) => (i === 0 ? URI : `file:///srv/bench/project/file-${i}.json`));
 export const SUBSCRIPTION_ID_META_KEY = 'io.modelcontextprotocol/subscriptionId';
 
 export const SSE_HEADERS = Object.freeze({

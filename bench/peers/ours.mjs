@@ -4,8 +4,8 @@
 // default `hubResources` provider). The caps are raised so that 10 000 streams or sessions from
 // one address fit (the defaults are 1000 streams, 4 per principal, 10 000 sessions); every other
 // option is the default (15 s keep-alive, 1000-frame queue, 100-frame replay buffer per session).
-import * as lib from '../../dist/index.js';
-
+// bench/run.mjs points BENCH_DIST at its copy of dist/ (one build for the whole run).
+const lib = await import(process.env.BENCH_DIST ?? '../../dist/index.js');
 const { channels, Hub, McpEndpoint, nodeHandler } = lib;
 
 export const name = 'mcp-rx-streams';
