@@ -1,4 +1,4 @@
-import { Observable } from 'rxjs';
+import { Observable, type Subscriber } from 'rxjs';
 import type { ListenFilter } from './filter.js';
 import { mayReceive, type MessageFrame, type TopicKind } from './frame.js';
 import type { Hub, HubTarget } from './hub.js';
@@ -20,7 +20,33 @@ import type { Hub, HubTarget } from './hub.js';
  * @throws TypeError at subscription when a resource URI or task id of the filter is not a string.
  */
 export function notifications(hub: Hub, filter: ListenFilter, scopes?: ReadonlySet<string>): Observable<MessageFrame> {
-  return new Observable<MessageFrame>((subscriber) => attachTopics(hub, filter, scopes, subscriber));
+  return new TopicsObservable(hub, filter, scopes);
+}
+
+/**
+ * What {@link notifications} returns: an Observable whose subscriber is registered on the topics
+ * directly, and whose `attach` registers any `next` target the same way (the stage operators
+ * piped onto it register their first stage: no subscriber in between).
+ * @internal
+ */
+export class TopicsObservable extends Observable<MessageFrame> {
+  constructor(
+    private readonly hub: Hub,
+    private readonly filter: ListenFilter,
+    private readonly scopes: ReadonlySet<string> | undefined,
+  ) {
+    super();
+  }
+
+  /** Registers `sink` on every topic; unsubscribe the result to leave them. */
+  attach(sink: HubTarget): TopicRegistration {
+    return attachTopics(this.hub, this.filter, this.scopes, sink);
+  }
+
+  // Observable's own (internal, untyped) subscribe hook: no subscribe function, hence no closure.
+  protected _subscribe(subscriber: Subscriber<MessageFrame>): TopicRegistration {
+    return this.attach(subscriber);
+  }
 }
 
 /**

@@ -14,7 +14,7 @@ import { CloseStage, directSignals, requireEpochMs, requireObservable, type Clos
 import { listenClosingFrames } from './closeWhen.js';
 import { QueueStage, type DropHandler, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage } from './keepAlive.js';
-import { Stage, StageChain } from './stage.js';
+import { Stage, StageObservable, stageOperator } from './stage.js';
 import { TagStage } from './tagSubscriptionId.js';
 
 /** What the stream of one `subscriptions/listen` is assembled from (besides its notifications). */
@@ -85,7 +85,7 @@ export interface ListenStreamInit extends ListenPipelineInit {
  */
 export function listenPipeline(init: ListenPipelineInit): OperatorFunction<MessageFrame, Frame> {
   const plan = listenPlan(init);
-  return (source) => new Observable<Frame>((subscriber) => new StageChain(listenStages(plan), subscriber).run(source));
+  return stageOperator(() => listenStages(plan));
 }
 
 /**
@@ -104,9 +104,7 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
   const { hub, filter, scopes } = init;
   // The same as `notifications(hub, filter, scopes).pipe(listenPipeline(init))`, with the first
   // stage registered on the hub's topics directly: no subscriber in between.
-  return new Observable<Frame>((subscriber) =>
-    new StageChain(listenStages(plan), subscriber).run((entry) => attachTopics(hub, filter, scopes, entry)),
-  );
+  return new StageObservable<Frame>((entry) => attachTopics(hub, filter, scopes, entry), () => listenStages(plan));
 }
 
 // An endpoint passes the same frozen options to every stream: validated once, and shared by the

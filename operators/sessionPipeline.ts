@@ -9,7 +9,7 @@ import { KeepAliveStage, requireInterval } from './keepAlive.js';
 import { PrimeStage, requireRetry } from './primeStream.js';
 import { ReplayStage } from './replayFrom.js';
 import { restoreObservable, RestoreStage } from './restoreSubscriptions.js';
-import { StageChain, type Stage } from './stage.js';
+import { stageOperator, type Stage } from './stage.js';
 
 /** What a legacy GET stream of a session is assembled from. */
 export interface SessionPipelineInit {
@@ -91,13 +91,12 @@ export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunc
   const queue = queuePlan(init.queue, init.demand$, init.onDrop, { stallGraceMs: init.keepAliveInterval, scheduler });
   const restore$ = init.restore === undefined ? undefined : restoreObservable(init.restore.uris, init.restore.subscribe, init.restore.concurrency, init.restore.onError);
   const { lastEventId, log, reconnectDelay, keepAliveInterval } = init;
-  return (source) =>
-    new Observable<Frame>((subscriber) => {
-      const stages: Stage<any, any>[] = [];
-      // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
-      if (lastEventId !== undefined) stages.push(new ReplayStage(lastEventId, log));
-      stages.push(new PrimeStage(lastEventId, log, reconnectDelay), new KeepAliveStage(keepAliveInterval, clock), new CloseStage(close), new QueueStage(queue));
-      if (restore$ !== undefined) stages.push(new RestoreStage<Frame>(restore$));
-      new StageChain(stages, subscriber).run(source);
-    });
+  return stageOperator(() => {
+    const stages: Stage<any, any>[] = [];
+    // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
+    if (lastEventId !== undefined) stages.push(new ReplayStage(lastEventId, log));
+    stages.push(new PrimeStage(lastEventId, log, reconnectDelay), new KeepAliveStage(keepAliveInterval, clock), new CloseStage(close), new QueueStage(queue));
+    if (restore$ !== undefined) stages.push(new RestoreStage<Frame>(restore$));
+    return stages;
+  });
 }

@@ -1,4 +1,5 @@
 import { Observable, Subscriber, type OperatorFunction } from 'rxjs';
+import { TopicsObservable } from '../lib/notifications.js';
 
 /**
  * Where a stage hands its output: the next stage, or the end of the chain (the subscriber of the
@@ -105,7 +106,7 @@ export class StageChain implements Downstream<unknown> {
    * Observable, or a function that registers an entry with `next` directly (a hub registration:
    * no subscriber in between) and returns how to undo it.
    */
-  run(source: Observable<unknown> | ((entry: { next(value: unknown): void }) => { unsubscribe(): void })): void {
+  run(source: StageSource): void {
     const { stages, sink } = this;
     sink.add(this);
     for (let i = stages.length - 1; i >= 0; i--) {
@@ -165,13 +166,47 @@ export class StageChain implements Downstream<unknown> {
   }
 }
 
+/** What a chain's source can be (see {@link StageChain.run}). @internal */
+export type StageSource = Observable<unknown> | ((entry: { next(value: unknown): void }) => { unsubscribe(): void });
+
+/**
+ * The Observable a stage operator returns: its source and how to make its stages. Piping another
+ * stage operator onto it fuses the two at assembly (as Reactor and Akka Streams fuse operators):
+ * the result runs both operators' stages, in order, under one subscriber. The stages are the
+ * operators' own code, so the frames and their timing are the same as with one subscriber per
+ * operator (spec/operators/pipeline.property.spec.ts plays random scripts through both).
+ * @internal
+ */
+export class StageObservable<T> extends Observable<T> {
+  constructor(
+    readonly upstream: StageSource,
+    readonly stages: () => Stage<any, any>[],
+  ) {
+    super();
+  }
+
+  // Observable's own (internal, untyped) subscribe hook: no subscribe function, hence no closure.
+  protected _subscribe(subscriber: Subscriber<T>): undefined {
+    new StageChain(this.stages(), subscriber).run(this.upstream);
+    return undefined;
+  }
+}
+
 /**
  * The operator that runs the stages `create()` returns, one set per subscription, as one
- * subscriber between the source and the result.
+ * subscriber between the source and the result; fused with the stage operators before it.
  * @internal
  */
 export function stageOperator<In, Out>(create: () => readonly Stage<any, any>[]): OperatorFunction<In, Out> {
-  return (source) => new Observable<Out>((subscriber) => new StageChain(create(), subscriber).run(source));
+  return (source) => {
+    if (source instanceof StageObservable) {
+      const before = source.stages;
+      return new StageObservable<Out>(source.upstream, () => [...before(), ...create()]);
+    }
+    // The hub's notifications: the first stage is registered on the topics itself.
+    if (source instanceof TopicsObservable) return new StageObservable<Out>((entry) => source.attach(entry), () => [...create()]);
+    return new StageObservable<Out>(source, () => [...create()]);
+  };
 }
 
 /**

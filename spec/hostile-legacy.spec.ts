@@ -552,10 +552,18 @@ async function sessionWithHistory(endpoint: McpEndpoint, hub: Hub, before: numbe
   const first = await endpoint.handle(inProcess('GET', { ...IN_SESSION, 'mcp-session-id': sid }, undefined));
   if (first.kind !== 'stream') throw new Error(`GET: ${first.status}`);
   const subscription = first.open(NEVER).subscribe();
-  for (let i = 0; i < before; i++) hub.notifyToolsChanged();
+  // One change per turn (identical notifications in one turn are one frame): awaiting a resolved
+  // promise lets the turn end.
+  for (let i = 0; i < before; i++) {
+    hub.notifyToolsChanged();
+    await null;
+  }
   subscription.unsubscribe();
   // Within the grace period (virtual time never advances): the list-change subscription still feeds the buffer.
-  for (let i = 0; i < during; i++) hub.notifyToolsChanged();
+  for (let i = 0; i < during; i++) {
+    hub.notifyToolsChanged();
+    await null;
+  }
   return sid;
 }
 

@@ -25,6 +25,7 @@ import {
   rawGet,
   rpcBody,
   send,
+  nextTurn,
   sessionHeaders,
   sleep,
   updatedMessage,
@@ -488,6 +489,7 @@ test('L5/L6: record and collection URIs, omitCurrent, payload-less notifications
     hub.notifyResourcesChanged();
     await get.untilId(1);
     commit('42');
+    await nextTurn(); // in one turn the second commit's collection update would be collapsed into the first's
     commit('7');
     hub.notifyToolsChanged();
     hub.notifyPromptsChanged();
@@ -530,6 +532,7 @@ test('L7: ids are per session and strictly increasing across reconnects; another
     let get = await openStream(server, one, 1);
     const other = await openStream(server, two, 2);
     hub.notifyToolsChanged();
+    await nextTurn(); // two changes in one turn would be one frame
     hub.notifyToolsChanged();
     await get.untilId(2);
     get.destroy();
@@ -552,7 +555,11 @@ test('L7: 150 pushes, then Last-Event-ID 0 → ids 51..150 in order; non-numeric
     const tools = listChangedMessage('tools');
     const prompts = listChangedMessage('prompts');
     let get = await openStream(server, sid, 1);
-    for (let i = 0; i < 150; i++) hub.notifyToolsChanged();
+    // One per turn: identical notifications in one turn are one frame.
+    for (let i = 0; i < 150; i++) {
+      hub.notifyToolsChanged();
+      await nextTurn();
+    }
     get.destroy();
     await eventually(() => endpoint.stats.streams === 0, 3000, 'the drop to be noticed');
 

@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { test } from 'uvu';
 import { eventually, startEndpoint } from './helpers/http.js';
-import { call, frameText, GetStream, initialize, primingText, updatedMessage } from './helpers/legacy.js';
+import { call, frameText, GetStream, initialize, nextTurn, primingText, updatedMessage } from './helpers/legacy.js';
 
 const URI = 'file:///srv/report.txt';
 
@@ -22,6 +22,7 @@ test('a GET stream opens with `id: <newest>`, `retry: <reconnectDelay>` and an e
     assert.equal(first.text, primingText(0, 2500), 'nothing heard yet: id 0');
     assert.equal((await call(server.url, sessionId, 1, 'resources/subscribe', { uri: URI })).status, 200);
     server.hub.notifyResourceUpdated(URI);
+    await nextTurn(); // two changes in one turn would be one frame
     server.hub.notifyResourceUpdated(URI);
     await first.untilId(2);
     first.destroy();

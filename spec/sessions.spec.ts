@@ -10,7 +10,7 @@ import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
 import { MemorySessionStore, type SessionBus, type SessionCommand } from '../lib/session.js';
 import { asyncLog } from './helpers/frames.js';
 import { startEndpoint, type TestServer } from './helpers/http.js';
-import { call, frameText, GetStream, initialize, send, sessionHeaders, updatedMessage } from './helpers/legacy.js';
+import { call, frameText, GetStream, initialize, nextTurn, send, sessionHeaders, updatedMessage } from './helpers/legacy.js';
 import { eventually } from './helpers/http.js';
 
 test('session options: defaults, and each bad value refused by name', () => {
@@ -94,7 +94,11 @@ test('an asynchronous event log: frames reach the GET stream in publish order wi
     const get = GetStream.open(server.url, sessionId);
     await eventually(() => server.endpoint.stats.streams === 1, 2000, 'the GET stream');
     assert.equal((await call(server.url, sessionId, 2, 'resources/subscribe', { uri: 'file:///a' })).json.result, {});
-    for (let i = 0; i < 6; i++) server.hub.notifyResourceUpdated('file:///a');
+    // One per turn: identical notifications in one turn are one frame.
+    for (let i = 0; i < 6; i++) {
+      server.hub.notifyResourceUpdated('file:///a');
+      await nextTurn();
+    }
     await get.untilId(6);
     assert.equal(get.ids, [1, 2, 3, 4, 5, 6]);
     get.destroy();
@@ -174,7 +178,10 @@ test('fleet: a reconnect with Last-Event-ID served by B replays what A logged, t
     get.destroy();
     await eventually(() => a.endpoint.stats.streams === 0, 2000, 'A to notice the drop');
     // During A's grace period its subscription keeps logging.
-    for (let i = 0; i < 10; i++) a.hub.notifyResourceUpdated('file:///x');
+    for (let i = 0; i < 10; i++) {
+      a.hub.notifyResourceUpdated('file:///x');
+      await nextTurn();
+    }
     const resumed = GetStream.open(b.url, sessionId, { lastEventId: '1' });
     await resumed.untilId(11);
     assert.equal(resumed.ids, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);

@@ -221,3 +221,10 @@ export function deferred<T>(): Deferred<T> {
 
 /** Resolves after `ms` milliseconds of real time. */
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Resolves in the next event-loop turn. Identical notifications published in one turn are one
+ * frame (a storm collapses); a spec that wants each of them as a frame of its own publishes one
+ * per turn.
+ */
+export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -3,7 +3,7 @@
 // the same virtual times through the assembled operators (`listenPipeline`, `sessionPipeline`) and through
 // the public operators piped one by one.
 import fc from 'fast-check';
-import { Observable, Subject, VirtualAction, VirtualTimeScheduler, type Subscription } from 'rxjs';
+import { identity, Observable, Subject, VirtualAction, VirtualTimeScheduler, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Broadcast } from '../../lib/broadcast.js';
@@ -162,11 +162,20 @@ function assembledListen(input: Setup) {
     );
 }
 
-function pipedListen(input: Setup) {
+/**
+ * Between two operators: a plain Observable in between, so that each stage operator runs alone,
+ * one subscriber each (piped directly onto one another, stage operators fuse at assembly).
+ */
+const apart = (): MonoTypeOperatorFunction<Frame> => (source) => new Observable<Frame>((subscriber) => source.subscribe(subscriber));
+const together = (): MonoTypeOperatorFunction<Frame> => identity;
+
+function pipedListen(input: Setup, between: () => MonoTypeOperatorFunction<Frame>) {
   return (hub: Hub, scheduler: VirtualTimeScheduler, signals: Signals) =>
     notifications(hub, FILTER).pipe(
       ackThenNotify(controlFrame(acknowledgedNotification(FILTER))),
+      between(),
       keepAlive(input.keepAliveInterval, scheduler),
+      between(),
       closeWhen(
         [
           lifetimeCap(input.maxStreamLifetime, scheduler),
@@ -177,7 +186,9 @@ function pipedListen(input: Setup) {
         ],
         { requestId: input.requestId, mode: input.closeNotice },
       ),
+      between(),
       tagSubscriptionId(input.requestId),
+      between(),
       dropWhenQueueExceeds({ notifications: input.listenMaxQueue, bytes: input.listenMaxQueueBytes }, signals.demand$, undefined, {
         stallGraceMs: input.keepAliveInterval,
         scheduler,
@@ -212,13 +223,15 @@ function assembledSession(input: Setup) {
   };
 }
 
-function pipedSession(input: Setup) {
+function pipedSession(input: Setup, between: () => MonoTypeOperatorFunction<Frame>) {
   return (hub: Hub, scheduler: VirtualTimeScheduler, signals: Signals) => {
     const log = new ReplayBuffer(3);
-    const feed = sessionFeed(hub, log);
-    return (input.lastEventId === undefined ? feed : feed.pipe(replayFrom(input.lastEventId, log))).pipe(
+    const feed = sessionFeed(hub, log).pipe(between());
+    return (input.lastEventId === undefined ? feed : feed.pipe(replayFrom(input.lastEventId, log), between())).pipe(
       primeStream(input.lastEventId, log, 1000),
+      between(),
       keepAlive(input.keepAliveInterval, scheduler),
+      between(),
       closeWhen(
         [
           lifetimeCap(input.maxStreamLifetime, scheduler),
@@ -228,6 +241,7 @@ function pipedSession(input: Setup) {
         ],
         'end',
       ),
+      between(),
       dropWhenQueueExceeds({ notifications: input.listenMaxQueue, bytes: input.listenMaxQueueBytes }, signals.demand$, undefined, {
         stallGraceMs: input.keepAliveInterval,
         scheduler,
@@ -236,7 +250,9 @@ function pipedSession(input: Setup) {
   };
 }
 
-function property(assembled: (input: Setup) => ReturnType<typeof assembledListen>, piped: (input: Setup) => ReturnType<typeof pipedListen>) {
+type Build = (hub: Hub, scheduler: VirtualTimeScheduler, signals: Signals) => Observable<Frame>;
+
+function property(assembled: (input: Setup) => Build, piped: (input: Setup) => Build) {
   const details = fc.check(
     fc.property(setup, (input) => {
       const fused = play(input, assembled(input));
@@ -252,12 +268,17 @@ function property(assembled: (input: Setup) => ReturnType<typeof assembledListen
   }
 }
 
-test('listen: the assembled stream and the operators piped one by one give the same frames at the same times', () => {
-  property(assembledListen, pipedListen);
+test('listenPipeline: the assembled stream and the operators piped one by one (each alone) give the same frames at the same times', () => {
+  property(assembledListen, (input) => pipedListen(input, apart));
+});
+
+test('listenPipeline: the same through the operators piped directly (fused at assembly)', () => {
+  property(assembledListen, (input) => pipedListen(input, together));
 });
 
 test('sessionPipeline: the assembled GET stream and the operators piped one by one give the same frames at the same times', () => {
-  property(assembledSession, pipedSession);
+  property(assembledSession, (input) => pipedSession(input, apart));
+  property(assembledSession, (input) => pipedSession(input, together));
 });
 
 test('the scripts reach closes, drops, stalls and departures (the property is not vacuous)', () => {
