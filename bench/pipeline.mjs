@@ -1,6 +1,8 @@
 // In-process cost of one listen stream, per variant, side by side (issue 12):
 //   served   listenStream(): the fused listen operator the endpoint serves
-//   chain    the README's composition: notifications(...).pipe(ackThenNotify, keepAlive, closeWhen, tagSubscriptionId, dropWhenQueueExceeds)
+//   chain    the README's composition example as written there: notifications(...).pipe(ackThenNotify,
+//            keepAlive, closeWhen([lifetimeCap, idleTimeout]), tagSubscriptionId, dropWhenQueueExceeds) with a
+//            BehaviorSubject demand$
 // each measured for this build (dist/) and, with --baseline DIR, for another build of the package
 // (e.g. a worktree of an older commit after `npm run build`), in its own child process.
 //
@@ -76,8 +78,8 @@ function medians(runs) {
 async function measure(root, variant) {
   const lib = await import(pathToFileURL(`${root}/dist/index.js`).href);
   const { Broadcast } = await import(pathToFileURL(`${root}/dist/lib/broadcast.js`).href);
-  const { Subject } = await import('rxjs');
-  const { Hub, listenStream, notifications, ackThenNotify, keepAlive, closeWhen, lifetimeCap, idleTimeout, superseded, shutdown, tagSubscriptionId, dropWhenQueueExceeds, controlFrame, acknowledgedNotification } = lib;
+  const { BehaviorSubject } = await import('rxjs');
+  const { Hub, listenStream, notifications, ackThenNotify, keepAlive, closeWhen, lifetimeCap, idleTimeout, tagSubscriptionId, dropWhenQueueExceeds, controlFrame, acknowledgedNotification } = lib;
   const uri = 'file:///bench/one.txt';
   const filter = { resourceSubscriptions: [uri] };
   const hub = new Hub();
@@ -90,15 +92,15 @@ async function measure(root, variant) {
   const open = variant === 'served'
     ? (id) => listenStream({ requestId: id, filter, hub, options, demand$: new Broadcast(), supersede$: new Broadcast(), shutdown$ }).subscribe(sink)
     : (id) => {
-        const demand$ = new Subject();
-        const evict$ = new Subject();
+        // The README's composition example, as written there.
+        const demand$ = new BehaviorSubject(true);
         return notifications(hub, filter)
           .pipe(
             ackThenNotify(controlFrame(acknowledgedNotification(filter))),
             keepAlive(15_000),
-            closeWhen([lifetimeCap(3_600_000), idleTimeout(1_800_000), superseded(evict$), shutdown(shutdown$)], { requestId: id }),
+            closeWhen([lifetimeCap(3_600_000), idleTimeout(1_800_000)], { requestId: id }),
             tagSubscriptionId(id),
-            dropWhenQueueExceeds(1000, demand$),
+            dropWhenQueueExceeds({ notifications: 1000, bytes: 1 << 20 }, demand$),
           )
           .subscribe(sink);
       };
