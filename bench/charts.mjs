@@ -57,8 +57,9 @@ function overN(values, { title, y, yTitle, yLog = false, dash }) {
       field: 'n',
       type: 'quantitative',
       title: `N (${era === 'legacy' ? 'sessions' : 'streams'}, log)`,
-      scale: { type: 'log', ...(ns.length === 1 && { domain: [ns[0] / 2, ns[0] * 2] }) },
-      axis: { values: ns, format: ',d', labelAngle: 0, labelOverlap: true },
+      // Just around the N that ran, ticks at each of them, short labels (1k, 10k, 15k).
+      scale: { type: 'log', nice: false, domain: [ns[0] / 1.4, ns[ns.length - 1] * 1.4] },
+      axis: { values: ns, format: '~s', labelAngle: 0, labelOverlap: false },
     };
     const yEnc = { field: y, type: 'quantitative', title: yTitle, scale: yLog ? { type: 'log' } : { zero: true }, axis: { format: yLog ? ',~r' : ',~s' } };
     const tooltip = [{ field: 'peer' }, { field: 'n' }, { field: y, format: ',.3~f' }, ...(dash ? [{ field: 'pattern' }] : [])];
