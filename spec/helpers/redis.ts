@@ -120,15 +120,22 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+/**
+ * A free port below the kernel's ephemeral range (32768–60999 here): a client that keeps
+ * reconnecting to a port of that range while nothing listens there (a node waiting for Redis)
+ * can end up connected to itself from that very port, and the redis-server started on it later
+ * then fails to bind. Random ports in 20000–32767, checked by binding them.
+ */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const candidate = 20_000 + Math.floor(Math.random() * 12_768);
+    const bound = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(candidate, '127.0.0.1', () => server.close(() => resolve(true)));
     });
-  });
+    if (bound) return candidate;
+  }
 }
 
 /**
