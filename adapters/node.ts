@@ -125,9 +125,6 @@ function flushDirty(): void {
  */
 const WRITE_CHUNK = 16_384;
 
-// How many distinct notifications of one turn's batch a stream remembers, to collapse their repeats.
-const BATCH_KEYS = 16;
-
 /**
  * Bytes a stream's response may buffer in node (`res.writableLength`) before the stream is told
  * the client is busy: 64 KiB. Node reports any write busy once 16 KiB wait for the kernel, which
@@ -187,7 +184,7 @@ class SseWriter extends Subscriber<Frame> {
   // two): a notification identical to one not yet written is the same information, and a storm
   // of 1000 list changes in one turn is one frame (DESIGN M10, counted as coalesced).
   private batchKey: string | undefined;
-  private batchKeys: string[] | undefined;
+  private batchKeys: Set<string> | undefined;
   private scheduled = false;
   private probing = false;
   private readonly onDrain = () => {
@@ -266,7 +263,7 @@ class SseWriter extends Subscriber<Frame> {
   flush(): void {
     this.scheduled = false;
     this.batchKey = undefined;
-    if (this.batchKeys !== undefined) this.batchKeys.length = 0;
+    this.batchKeys?.clear();
     if (this.pending === '' || this.gone) return;
     const text = this.pending;
     this.pending = '';
@@ -283,14 +280,14 @@ class SseWriter extends Subscriber<Frame> {
     // collapses before it gives ids, so that a collapsed frame takes none.
     const key = frame.type === 'message' && frame.priority === 'notification' && frame.eventId === undefined ? frame.coalesceKey : undefined;
     if (key !== undefined && this.pending !== '') {
-      if (key === this.batchKey || (this.batchKeys !== undefined && this.batchKeys.includes(key))) {
+      if (key === this.batchKey || this.batchKeys?.has(key) === true) {
         accountQueue(0, 0, 1);
         return;
       }
-      // A turn's batch holds a few distinct notifications: a short list scanned beats a set built
-      // per turn. Past BATCH_KEYS distinct ones the rest are written as they come.
+      // A set kept from turn to turn (cleared, not rebuilt): a key is the same string for every
+      // stream of one publish, so its hash is computed once, not a comparison per stream.
       if (this.batchKey === undefined) this.batchKey = key;
-      else if ((this.batchKeys ??= []).length < BATCH_KEYS) this.batchKeys.push(key);
+      else (this.batchKeys ??= new Set()).add(key);
     } else if (key !== undefined) {
       this.batchKey = key;
     }

@@ -127,6 +127,7 @@ class Topic {
 
   emit(frame: MessageFrame): void {
     const list = (this.snapshot ??= Array.from(this.subscribers));
+    if (list.length === 0) return;
     // One publish is one instant: the streams' clocks read the time once for all of them.
     beginDispatch();
     try {
