@@ -8,7 +8,7 @@ import type { EndpointRequest } from '../lib/context.js';
 import type { McpEndpoint } from './endpoint/endpoint.js';
 import type { EndpointResponse } from './endpoint/responses.js';
 import { StalledStreamError } from '../lib/errors.js';
-import { accountQueue, reportError } from '../lib/telemetry.js';
+import { reportError } from '../lib/telemetry.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify (`request.raw`, `reply.raw`). */
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody?: unknown) => void;
@@ -180,11 +180,6 @@ class SseWriter extends Subscriber<Frame> {
   // keep-alive) go out as one write: one HTTP chunk and one syscall instead of one per frame.
   // At most WRITE_CHUNK of them wait: once a write returns false the stream queues upstream.
   private pending = '';
-  // The coalesce keys of the notifications in `pending` (the first one, then a set once there are
-  // two): a notification identical to one not yet written is the same information, and a storm
-  // of 1000 list changes in one turn is one frame (DESIGN M10, counted as coalesced).
-  private batchKey: string | undefined;
-  private batchKeys: Set<string> | undefined;
   private scheduled = false;
   private probing = false;
   private readonly onDrain = () => {
@@ -262,8 +257,6 @@ class SseWriter extends Subscriber<Frame> {
 
   flush(): void {
     this.scheduled = false;
-    this.batchKey = undefined;
-    this.batchKeys?.clear();
     if (this.pending === '' || this.gone) return;
     const text = this.pending;
     this.pending = '';
@@ -276,21 +269,6 @@ class SseWriter extends Subscriber<Frame> {
 
   protected override _next(frame: Frame): void {
     if (this.gone) return;
-    // Frames with an event id (a legacy GET stream's) are never collapsed here: their session
-    // collapses before it gives ids, so that a collapsed frame takes none.
-    const key = frame.type === 'message' && frame.priority === 'notification' && frame.eventId === undefined ? frame.coalesceKey : undefined;
-    if (key !== undefined && this.pending !== '') {
-      if (key === this.batchKey || this.batchKeys?.has(key) === true) {
-        accountQueue(0, 0, 1);
-        return;
-      }
-      // A set kept from turn to turn (cleared, not rebuilt): a key is the same string for every
-      // stream of one publish, so its hash is computed once, not a comparison per stream.
-      if (this.batchKey === undefined) this.batchKey = key;
-      else (this.batchKeys ??= new Set()).add(key);
-    } else if (key !== undefined) {
-      this.batchKey = key;
-    }
     try {
       this.pending += encodeFrame(frame);
     } catch (error) {
