@@ -6,7 +6,7 @@ import { acknowledgedNotification, filterNames, type ListenFilter } from '../lib
 import { controlFrame, type CloseReason, type Frame, type MessageFrame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
 import { isJsonRpcId, type JsonRpcId } from '../lib/jsonrpc.js';
-import { attachTopics } from '../lib/notifications.js';
+import { notifications } from '../lib/notifications.js';
 import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
 import { channels, type StopReason } from '../lib/telemetry.js';
 import { AckStage } from './ackThenNotify.js';
@@ -14,7 +14,7 @@ import { CloseStage, directSignals, requireEpochMs, requireObservable, type Clos
 import { listenClosingFrames } from './closeWhen.js';
 import { QueueStage, type DropHandler, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage } from './keepAlive.js';
-import { Stage, StageObservable, stageOperator } from './stage.js';
+import { Stage, stageOperator } from './stage.js';
 import { TagStage } from './tagSubscriptionId.js';
 
 /** What the stream of one `subscriptions/listen` is assembled from (besides its notifications). */
@@ -100,11 +100,9 @@ export function listenPipeline(init: ListenPipelineInit): OperatorFunction<Messa
  * @throws InvalidOptionError synchronously when an option is invalid (DESIGN M13).
  */
 export function listenStream(init: ListenStreamInit): Observable<Frame> {
-  const plan = listenPlan(init);
-  const { hub, filter, scopes } = init;
-  // The same as `notifications(hub, filter, scopes).pipe(listenPipeline(init))`, with the first
-  // stage registered on the hub's topics directly: no subscriber in between.
-  return new StageObservable<Frame>((entry) => attachTopics(hub, filter, scopes, entry), () => listenStages(plan));
+  // Piped onto `notifications`, the stages fuse at assembly and the first one is registered on the
+  // hub's topics directly: no subscriber in between.
+  return notifications(init.hub, init.filter, init.scopes).pipe(listenPipeline(init));
 }
 
 // An endpoint passes the same frozen options to every stream: validated once, and shared by the
