@@ -1,9 +1,11 @@
 import { beginDispatch, endDispatch } from './clock.js';
 import { Observable } from 'rxjs';
 import { encodeMessage, encodeResourceUpdated } from './encode.js';
+import { InvalidOptionError } from './errors.js';
 import type { MessageFrame, TopicKind } from './frame.js';
 import type { JsonRpcNotification } from './jsonrpc.js';
-import { reportError } from './telemetry.js';
+import { accountQueue, reportError } from './telemetry.js';
+import { currentTurn } from './turn.js';
 
 /** A task's status as delivered by `notifications/tasks/status` (MCP tasks); extra members are kept. */
 export interface TaskStatus {
@@ -62,6 +64,16 @@ export interface HubBus {
 export interface HubOptions {
   /** Relays events to and from other nodes; default none (in-process only). */
   readonly bus?: HubBus;
+  /**
+   * Collapse notification storms: a notification published on a topic right after an identical
+   * one (same method, same URI or status, same scope) in the same event-loop turn is not delivered
+   * again, since no stream has written, nor its client read, the first one yet. A registry that
+   * calls `notifyToolsChanged()` 1 000 times in a loop sends each stream one frame; the frames not
+   * sent are counted in `queueTotals().coalesced`. A different notification in between, or a
+   * stream that subscribed in between, ends the run (ordering is kept and nobody misses one).
+   * Default `true`.
+   */
+  readonly coalesce?: boolean;
 }
 
 /** The method each topic's notification carries. */
@@ -114,10 +126,17 @@ export interface HubTarget {
 class Topic {
   readonly subscribers = new Set<HubTarget>();
   private snapshot: HubTarget[] | null = null;
+  // The frame this topic delivered last and the turn it did, when it may be collapsed (storms).
+  private last: MessageFrame | undefined = undefined;
+  private lastTurn = -1;
+
+  constructor(private readonly coalesce: boolean) {}
 
   add(subscriber: HubTarget): void {
     this.subscribers.add(subscriber);
     this.snapshot = null;
+    // The newcomer has not heard the last one: the next identical one is news to it.
+    this.last = undefined;
   }
 
   delete(subscriber: HubTarget): void {
@@ -128,6 +147,10 @@ class Topic {
   emit(frame: MessageFrame): void {
     const list = (this.snapshot ??= Array.from(this.subscribers));
     if (list.length === 0) return;
+    if (this.coalesce && this.repeats(frame)) {
+      accountQueue(0, 0, list.length);
+      return;
+    }
     // One publish is one instant: the streams' clocks read the time once for all of them.
     beginDispatch();
     try {
@@ -142,6 +165,16 @@ class Topic {
     } finally {
       endDispatch();
     }
+  }
+
+  /** True when `frame` is the one this topic delivered last, in this turn; else remembers it. */
+  private repeats(frame: MessageFrame): boolean {
+    const last = this.last;
+    const turn = currentTurn();
+    if (last !== undefined && turn === this.lastTurn && frame.coalesceKey === last.coalesceKey && frame.scope === last.scope) return true;
+    this.last = frame.coalesceKey === undefined ? undefined : frame;
+    this.lastTurn = turn;
+    return false;
   }
 }
 
@@ -162,16 +195,25 @@ class Topic {
  * @see listen
  */
 export class Hub {
-  private readonly tools = new Topic();
-  private readonly prompts = new Topic();
-  private readonly resources = new Topic();
+  private readonly tools: Topic;
+  private readonly prompts: Topic;
+  private readonly resources: Topic;
   private readonly resourceTopics = new Map<string, Topic>();
   private readonly taskTopics = new Map<string, Topic>();
   private readonly bus: HubBus | undefined;
   private readonly disconnect: (() => void) | undefined;
 
-  /** @param options `bus`: relay to other nodes; default none. */
+  private readonly coalesce: boolean;
+
+  /** @param options `bus`: relay to other nodes, default none; `coalesce`: collapse storms, default `true` (see {@link HubOptions}). */
   constructor(options: HubOptions = {}) {
+    if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
+      throw new InvalidOptionError('HubOptions.coalesce', 'a boolean', options.coalesce);
+    }
+    this.coalesce = options.coalesce ?? true;
+    this.tools = new Topic(this.coalesce);
+    this.prompts = new Topic(this.coalesce);
+    this.resources = new Topic(this.coalesce);
     this.bus = options.bus;
     this.disconnect = this.bus?.connect((event) => this.deliver(event), () => this.resync());
   }
@@ -364,7 +406,7 @@ export class Hub {
       case 'task': {
         const topics = topic === 'resource' ? this.resourceTopics : this.taskTopics;
         let entry = topics.get(key!);
-        if (entry === undefined && create) topics.set(key!, (entry = new Topic()));
+        if (entry === undefined && create) topics.set(key!, (entry = new Topic(this.coalesce)));
         return entry;
       }
     }

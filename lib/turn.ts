@@ -21,30 +21,3 @@ export function currentTurn(): number {
   }
   return turn;
 }
-
-/**
- * Remembers the coalesce keys of the notifications one receiver has taken in the current turn: a
- * second identical one in the same turn is the same information (the receiver cannot have acted
- * on the first in between), so it can be collapsed into the first. Holds one key without a set.
- * @internal
- */
-export class TurnKeys {
-  private turn = -1;
-  private first: string | undefined;
-  private more: Set<string> | undefined;
-
-  /** True when `key` was already taken this turn; else records it and returns false. */
-  seen(key: string): boolean {
-    const now = currentTurn();
-    if (now !== this.turn) {
-      this.turn = now;
-      this.first = key;
-      this.more?.clear();
-      return false;
-    }
-    if (key === this.first || this.more?.has(key) === true) return true;
-    if (this.first === undefined) this.first = key;
-    else (this.more ??= new Set()).add(key);
-    return false;
-  }
-}

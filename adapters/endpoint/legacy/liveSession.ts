@@ -6,8 +6,7 @@ import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js
 import type { Admission } from '../../../lib/principals.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
-import { accountQueue, reportError } from '../../../lib/telemetry.js';
-import { TurnKeys } from '../../../lib/turn.js';
+import { reportError } from '../../../lib/telemetry.js';
 
 const NO_SCOPES: ReadonlySet<string> = new Set();
 
@@ -73,18 +72,11 @@ export class LiveSession {
     });
   }
 
-  // The notifications this session took in the current turn: a storm of identical ones (1000
-  // tools/list_changed from a registry's loop) is one frame, and a collapsed frame takes no id.
-  #turnKeys: TurnKeys | undefined;
-
   /** Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live stream if any. */
   push(frame: MessageFrame): void {
+    // A storm of identical notifications (1000 tools/list_changed from a registry's loop) reaches
+    // a session once (the hub collapses it, HubOptions.coalesce), so a collapsed one takes no id.
     if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
-    const key = frame.priority === 'notification' ? frame.coalesceKey : undefined;
-    if (key !== undefined && (this.#turnKeys ??= new TurnKeys()).seen(key)) {
-      accountQueue(0, 0, 1);
-      return;
-    }
     this.#stamp.push(frame);
   }
 }
