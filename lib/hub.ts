@@ -1,5 +1,5 @@
 import { beginDispatch, endDispatch } from './clock.js';
-import { Observable } from 'rxjs';
+import { Observable, type SchedulerLike } from 'rxjs';
 import { encodeMessage, encodeResourceUpdated } from './encode.js';
 import { InvalidOptionError } from './errors.js';
 import type { MessageFrame, TopicKind } from './frame.js';
@@ -74,6 +74,13 @@ export interface HubOptions {
    * Default `true`.
    */
   readonly coalesce?: boolean;
+  /**
+   * What tells one instant from the next for {@link HubOptions.coalesce}, beside the event-loop
+   * turn: give the `TestScheduler` or `VirtualTimeScheduler` your streams run on, and publishes at
+   * different virtual times (all in one real turn) are never collapsed. Default: none (real time,
+   * where a new instant is a new turn).
+   */
+  readonly scheduler?: SchedulerLike;
 }
 
 /** The method each topic's notification carries. */
@@ -129,8 +136,12 @@ class Topic {
   // The frame this topic delivered last and the turn it did, when it may be collapsed (storms).
   private last: MessageFrame | undefined = undefined;
   private lastTurn = -1;
+  private lastTime = 0;
 
-  constructor(private readonly coalesce: boolean) {}
+  constructor(
+    private readonly coalesce: boolean,
+    private readonly scheduler: SchedulerLike | undefined,
+  ) {}
 
   add(subscriber: HubTarget): void {
     this.subscribers.add(subscriber);
@@ -171,9 +182,11 @@ class Topic {
   private repeats(frame: MessageFrame): boolean {
     const last = this.last;
     const turn = currentTurn();
-    if (last !== undefined && turn === this.lastTurn && frame.coalesceKey === last.coalesceKey && frame.scope === last.scope) return true;
+    const time = this.scheduler === undefined ? 0 : this.scheduler.now();
+    if (last !== undefined && turn === this.lastTurn && time === this.lastTime && frame.coalesceKey === last.coalesceKey && frame.scope === last.scope) return true;
     this.last = frame.coalesceKey === undefined ? undefined : frame;
     this.lastTurn = turn;
+    this.lastTime = time;
     return false;
   }
 }
@@ -204,16 +217,21 @@ export class Hub {
   private readonly disconnect: (() => void) | undefined;
 
   private readonly coalesce: boolean;
+  private readonly scheduler: SchedulerLike | undefined;
 
-  /** @param options `bus`: relay to other nodes, default none; `coalesce`: collapse storms, default `true` (see {@link HubOptions}). */
+  /** @param options `bus`: relay to other nodes, default none; `coalesce`: collapse storms, default `true`; `scheduler`: virtual time for `coalesce` (see {@link HubOptions}). */
   constructor(options: HubOptions = {}) {
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
       throw new InvalidOptionError('HubOptions.coalesce', 'a boolean', options.coalesce);
     }
+    if (options.scheduler !== undefined && typeof options.scheduler?.now !== 'function') {
+      throw new InvalidOptionError('HubOptions.scheduler', 'an RxJS SchedulerLike', options.scheduler);
+    }
     this.coalesce = options.coalesce ?? true;
-    this.tools = new Topic(this.coalesce);
-    this.prompts = new Topic(this.coalesce);
-    this.resources = new Topic(this.coalesce);
+    this.scheduler = options.scheduler;
+    this.tools = new Topic(this.coalesce, this.scheduler);
+    this.prompts = new Topic(this.coalesce, this.scheduler);
+    this.resources = new Topic(this.coalesce, this.scheduler);
     this.bus = options.bus;
     this.disconnect = this.bus?.connect((event) => this.deliver(event), () => this.resync());
   }
@@ -406,7 +424,7 @@ export class Hub {
       case 'task': {
         const topics = topic === 'resource' ? this.resourceTopics : this.taskTopics;
         let entry = topics.get(key!);
-        if (entry === undefined && create) topics.set(key!, (entry = new Topic(this.coalesce)));
+        if (entry === undefined && create) topics.set(key!, (entry = new Topic(this.coalesce, this.scheduler)));
         return entry;
       }
     }

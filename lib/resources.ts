@@ -23,8 +23,9 @@ import type { Hub } from './hub.js';
  *   ended with the last), so its values must not depend on who asked: who may hear them is
  *   `canRead`'s decision. For changes published on the endpoint's own hub, use
  *   {@link hubResources} (spread it to replace a check: `{ ...hubResources(hub), canRead }`):
- *   listens hear that hub already. A hand-written `changes` that returns that hub's topic works,
- *   but a listen then hears each publish twice (directly, and again through the provider).
+ *   listens hear that hub already. A hand-written `changes` that returns that hub's topic works:
+ *   each publish comes back once through the provider, in the same turn, and the hub collapses
+ *   it into the first (`HubOptions.coalesce`; with `coalesce: false` a listen hears it twice).
  *
  * Anything but `true` from `subscribable` or `canRead` is a no. A throw or rejection from any of
  * the three, or a source that errors as it is subscribed, answers `-32603 failed to subscribe:

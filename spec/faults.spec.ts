@@ -76,7 +76,8 @@ async function virtualListen(
   sink: (frames$: Observable<Frame>, demand$: Subject<boolean>) => { frames: Frame[]; failure: () => unknown },
 ) {
   const scheduler = new VirtualTimeScheduler();
-  const hub = new Hub();
+  // The hub tells virtual instants apart, so the two tools/list_changed below are two frames.
+  const hub = new Hub({ scheduler });
   const endpoint = new McpEndpoint({ hub, scheduler, keepAliveInterval: 10, maxStreamLifetime: 100, capabilities: { tools: true, resources: true } });
   const response = await endpoint.handle({
     method: 'POST',
@@ -276,7 +277,8 @@ test('a hub subscriber that throws does not stop delivery to the others, nor rea
     // A plain observer is wrapped by RxJS, which reports its throw as unhandled; a bare
     // Subscriber is not wrapped, so its throw reaches the hub's delivery loop.
     for (const wrapped of [true, false]) {
-      const hub = new Hub();
+      // Two identical publishes in one turn, both delivered: storm collapse is spec/storm.spec.ts.
+      const hub = new Hub({ coalesce: false });
       const got: string[] = [];
       const throwing = () => {
         throw new Error('subscriber bug');
