@@ -93,7 +93,7 @@ export class Clock {
    * epoch time would be a boxed double per field.
    */
   elapsed(): number {
-    return this.now() - this.origin;
+    return small(this.now() - this.origin);
   }
 
   /** The scheduler's time in milliseconds; read once per publish while a publish is delivered. */
@@ -114,7 +114,7 @@ export class Clock {
   /** Schedules `entry` at `due`, a time of the scheduler (moves it if it was scheduled). */
   add(entry: ClockEntry, due: number): void {
     if (entry.slot >= 0) this.remove(entry);
-    due -= this.origin;
+    due = small(due - this.origin);
     entry.due = due;
     entry.seq = this.seq++;
     entry.slot = this.heap.length;
@@ -226,6 +226,16 @@ export class Clock {
     heap[slot] = entry;
     entry.slot = slot;
   }
+}
+
+/**
+ * `ms` as a small integer when it is one: the difference of two epoch times is computed as a double,
+ * which a field would hold boxed (a heap number per stream); `| 0` makes it a small integer V8 keeps
+ * in the object. A time beyond ±24 days of the origin stays as it is.
+ */
+function small(ms: number): number {
+  const int = ms | 0;
+  return int === ms ? int : ms;
 }
 
 /** What {@link Clock.after} returns. */

@@ -50,7 +50,9 @@ const DECIMAL = /^[0-9]+$/;
 export class ReplayBuffer implements EventLog {
   /** How many of the most recent frames are kept. */
   readonly capacity: number;
-  private readonly ring: (MessageFrame | undefined)[];
+  // Made at the first frame (an idle session costs no array), grows as frames come, then wraps
+  // around at `capacity`.
+  private ring: MessageFrame[] | undefined = undefined;
   private last = 0;
 
   /**
@@ -63,8 +65,6 @@ export class ReplayBuffer implements EventLog {
       throw new InvalidOptionError('replayBufferSize', 'a positive integer count of frames', capacity);
     }
     this.capacity = capacity;
-    // Grows as frames come (an idle session costs no slots), then wraps around at `capacity`.
-    this.ring = [];
   }
 
   /** The id of the newest frame; 0 before the first. */
@@ -92,7 +92,7 @@ export class ReplayBuffer implements EventLog {
   append(frame: MessageFrame): MessageFrame {
     const id = ++this.last;
     const stamped = stamp(frame, String(id));
-    this.ring[(id - 1) % this.capacity] = stamped;
+    (this.ring ??= [])[(id - 1) % this.capacity] = stamped;
     return stamped;
   }
 
@@ -103,11 +103,12 @@ export class ReplayBuffer implements EventLog {
    *   a decimal `n` → the kept frames with an id above `n`; anything else → every kept frame.
    */
   after(lastEventId: string | null | undefined): MessageFrame[] {
-    if (lastEventId === undefined || lastEventId === null) return [];
+    const ring = this.ring;
+    if (lastEventId === undefined || lastEventId === null || ring === undefined) return [];
     const oldest = this.last - this.size + 1;
     const first = DECIMAL.test(lastEventId) ? Math.max(Number(lastEventId) + 1, oldest) : oldest;
     const frames: MessageFrame[] = [];
-    for (let id = first; id <= this.last; id++) frames.push(this.ring[(id - 1) % this.capacity]!);
+    for (let id = first; id <= this.last; id++) frames.push(ring[(id - 1) % this.capacity]!);
     return frames;
   }
 }

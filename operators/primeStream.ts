@@ -41,8 +41,20 @@ const DECIMAL = /^[0-9]+$/;
  */
 export function primeStream(lastEventId: string | null | undefined, log: EventLog, retry: number): MonoTypeOperatorFunction<Frame> {
   requireRetry(retry);
-  return stageOperator(() => [new PrimeStage(lastEventId, log, retry)]);
+  const plan: PrimePlan = { lastEventId, log, reconnectDelay: retry };
+  return stageOperator(() => [new PrimeStage(plan)]);
 }
+
+/** What {@link primeStream} primes with, shared by the streams of one operator (or one stream's plan). @internal */
+export interface PrimePlan {
+  readonly lastEventId: string | null | undefined;
+  readonly log: EventLog;
+  /** The `retry:` field, in milliseconds. */
+  readonly reconnectDelay: number;
+}
+
+const COMPLETED = 1;
+const STOPPED = 2;
 
 /**
  * The logic of {@link primeStream}: the priming event goes out before the source is subscribed;
@@ -50,36 +62,32 @@ export function primeStream(lastEventId: string | null | undefined, log: EventLo
  * @internal
  */
 export class PrimeStage extends Stage<Frame> {
-  private held: Frame[] | undefined;
-  private completed = false;
-  private stopped = false;
+  private held: Frame[] | undefined = undefined;
+  private state = 0;
 
-  constructor(
-    private readonly lastEventId: string | null | undefined,
-    private readonly log: EventLog,
-    private readonly retry: number,
-  ) {
+  constructor(private readonly plan: PrimePlan) {
     super();
   }
 
   override open(): void {
-    const id = primingId(this.lastEventId, this.log);
+    const { lastEventId, log, reconnectDelay } = this.plan;
+    const id = primingId(lastEventId, log);
     if (!isThenable(id)) {
-      this.out.push(priming(id, this.retry));
+      this.out.push(priming(id, reconnectDelay));
       return;
     }
     this.held = [];
     id.then(
       (known) => {
-        if (this.stopped) return;
-        this.out.push(priming(known, this.retry));
+        if ((this.state & STOPPED) !== 0) return;
+        this.out.push(priming(known, reconnectDelay));
         const held = this.held!;
         this.held = undefined;
-        for (let i = 0; i < held.length && !this.stopped; i++) this.out.push(held[i]!);
-        if (this.completed && !this.stopped) this.out.end();
+        for (let i = 0; i < held.length && (this.state & STOPPED) === 0; i++) this.out.push(held[i]!);
+        if (this.state === COMPLETED) this.out.end();
       },
       (error: unknown) => {
-        if (!this.stopped) this.fail(error);
+        if ((this.state & STOPPED) === 0) this.fail(error);
       },
     );
   }
@@ -90,7 +98,7 @@ export class PrimeStage extends Stage<Frame> {
   }
 
   override end(): void {
-    if (this.held !== undefined) this.completed = true;
+    if (this.held !== undefined) this.state |= COMPLETED;
     else this.out.end();
   }
 
@@ -100,7 +108,7 @@ export class PrimeStage extends Stage<Frame> {
   }
 
   override dispose(): void {
-    this.stopped = true;
+    this.state |= STOPPED;
     this.held = undefined;
   }
 }

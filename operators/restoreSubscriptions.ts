@@ -1,4 +1,4 @@
-import { catchError, defer, EMPTY, from, ignoreElements, mergeMap, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type Subscription } from 'rxjs';
+import { catchError, defer, EMPTY, from, ignoreElements, mergeMap, type MonoTypeOperatorFunction, type ObservableInput, Subscriber } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import { Stage, stageOperator } from './stage.js';
 
@@ -35,24 +35,68 @@ export function restoreSubscriptions<T>(
   concurrency = 8,
   onError?: (uri: string, error: unknown) => void,
 ): MonoTypeOperatorFunction<T> {
-  const restore$ = restoreObservable(uris, subscribe, concurrency, onError);
-  return stageOperator(() => [new RestoreStage<T>(restore$)]);
+  const plan = restorePlan(uris, subscribe, concurrency, onError);
+  return stageOperator(() => [new RestoreStage<T>(plan)]);
+}
+
+/** What the restores of {@link restoreSubscriptions} are made of, validated. @internal */
+export interface RestorePlan {
+  readonly uris: Iterable<string>;
+  readonly subscribe: (uri: string) => ObservableInput<unknown>;
+  readonly concurrency: number;
+  readonly onError: ((uri: string, error: unknown) => void) | undefined;
+}
+
+/** Validates the arguments of {@link restoreSubscriptions} into a {@link RestorePlan}. @internal */
+export function restorePlan(
+  uris: Iterable<string>,
+  subscribe: (uri: string) => ObservableInput<unknown>,
+  concurrency = 8,
+  onError?: (uri: string, error: unknown) => void,
+): RestorePlan {
+  if (!Number.isInteger(concurrency) || concurrency <= 0) {
+    throw new InvalidOptionError('restoreSubscriptions concurrency', 'a positive integer', concurrency);
+  }
+  return { uris, subscribe, concurrency, onError };
 }
 
 /**
  * The logic of {@link restoreSubscriptions}: the restores start once the source is subscribed
- * and stop with the stream.
+ * and stop with the stream. Nothing of them is held once they are all done (a stream lives for
+ * an hour; its restores take a moment).
  * @internal
  */
 export class RestoreStage<T> extends Stage<T> {
-  private restoring: Subscription | undefined;
+  private restoring: RestoreSubscriber | undefined;
 
-  constructor(private readonly restore$: Observable<never>) {
+  constructor(private readonly plan: RestorePlan) {
     super();
   }
 
   override opened(): void {
-    this.restoring = this.restore$.subscribe({ error: (error: unknown) => this.fail(error) });
+    const { uris, subscribe, concurrency, onError } = this.plan;
+    const restoring = (this.restoring = new RestoreSubscriber(this));
+    from(uris)
+      .pipe(
+        mergeMap(
+          (uri) =>
+            defer(() => subscribe(uri)).pipe(
+              ignoreElements(),
+              catchError((error: unknown) => {
+                onError?.(uri, error);
+                return EMPTY;
+              }),
+            ),
+          concurrency,
+        ),
+      )
+      .subscribe(restoring);
+    if (restoring.closed && this.restoring === restoring) this.restoring = undefined;
+  }
+
+  /** Every restore is done. */
+  restored(subscriber: RestoreSubscriber): void {
+    if (this.restoring === subscriber) this.restoring = undefined;
   }
 
   push(value: T): void {
@@ -70,32 +114,26 @@ export class RestoreStage<T> extends Stage<T> {
   }
 
   override dispose(): void {
-    this.restoring?.unsubscribe();
+    const restoring = this.restoring;
     this.restoring = undefined;
+    restoring?.unsubscribe();
   }
 }
 
-/** The restores of {@link restoreSubscriptions} as one Observable, validated. @internal */
-export function restoreObservable(
-  uris: Iterable<string>,
-  subscribe: (uri: string) => ObservableInput<unknown>,
-  concurrency = 8,
-  onError?: (uri: string, error: unknown) => void,
-): Observable<never> {
-  if (!Number.isInteger(concurrency) || concurrency <= 0) {
-    throw new InvalidOptionError('restoreSubscriptions concurrency', 'a positive integer', concurrency);
+// A bare Subscriber rather than an observer object: subscribing it allocates no SafeSubscriber.
+class RestoreSubscriber extends Subscriber<never> {
+  constructor(private readonly stage: RestoreStage<unknown>) {
+    super();
   }
-  return from(uris).pipe(
-    mergeMap(
-      (uri) =>
-        defer(() => subscribe(uri)).pipe(
-          ignoreElements(),
-          catchError((error: unknown) => {
-            onError?.(uri, error);
-            return EMPTY;
-          }),
-        ),
-      concurrency,
-    ),
-  );
+
+  protected override _error(error: unknown): void {
+    this.unsubscribe();
+    // onError threw: the stream errors with that error.
+    this.stage.fail(error);
+  }
+
+  protected override _complete(): void {
+    this.unsubscribe();
+    this.stage.restored(this);
+  }
 }

@@ -1,14 +1,15 @@
-import { asyncScheduler, Observable, type MonoTypeOperatorFunction, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, isObservable, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { Broadcast } from '../lib/broadcast.js';
 import { Clock } from '../lib/clock.js';
+import { InvalidOptionError } from '../lib/errors.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
-import { CloseStage, directSignals, requireEpochMs, requireObservable, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
-import { endingFrames } from './closeWhen.js';
-import { queuePlan, QueueStage, type DropHandler, type QueueLimits } from './dropWhenQueueExceeds.js';
+import { CloseStage, directSignals, requireEpochMs, requireObservable, type ClosePlan, type CloseTrigger, type TriggerSpec } from './closeTriggers.js';
+import { queueLimits, QueueStage, type DropHandler, type QueueLimits, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, requireInterval } from './keepAlive.js';
-import { PrimeStage, requireRetry } from './primeStream.js';
+import { PrimeStage, requireRetry, type PrimePlan } from './primeStream.js';
 import { ReplayStage } from './replayFrom.js';
-import { restoreObservable, RestoreStage } from './restoreSubscriptions.js';
+import { restorePlan, RestoreStage, type RestorePlan } from './restoreSubscriptions.js';
 import { stageOperator, type Stage } from './stage.js';
 
 /** What a legacy GET stream of a session is assembled from. */
@@ -73,30 +74,114 @@ export interface SessionPipelineInit {
  * @throws InvalidOptionError when a number, the expiry or a signal is invalid.
  */
 export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunction<Frame> {
-  const scheduler = init.scheduler ?? asyncScheduler;
-  const clock = Clock.of(scheduler);
+  const plan = sessionPlan(init);
+  return stageOperator(() => sessionStages(plan));
+}
+
+// A stream's lifetime cap, the same for every stream of one clock and lifetime: one frozen list.
+const lifetimes = new WeakMap<Clock, Map<number, readonly Deadline[]>>();
+
+type Deadline = TriggerSpec & { kind: 'deadline' };
+
+function lifetimeDeadlines(clock: Clock, after: number): readonly Deadline[] {
+  let byLifetime = lifetimes.get(clock);
+  if (byLifetime === undefined) lifetimes.set(clock, (byLifetime = new Map()));
+  let deadlines = byLifetime.get(after);
+  if (deadlines === undefined) {
+    deadlines = Object.freeze([Object.freeze({ kind: 'deadline' as const, reason: 'max_lifetime' as const, clock, after })]);
+    // Bounded: an endpoint has one lifetime; past 16 distinct ones lists are not kept.
+    if (byLifetime.size < 16) byLifetime.set(after, deadlines);
+  }
+  return deadlines;
+}
+
+// The order of the composition: superseded, then shutdown.
+const SIGNAL_REASONS: readonly CloseReason[] = Object.freeze(['superseded', 'shutdown']);
+const SHUTDOWN_ONLY: readonly CloseReason[] = Object.freeze(['shutdown']);
+const NO_SIGNALS: readonly Observable<unknown>[] = Object.freeze([]);
+const NO_TRIGGERS: readonly CloseTrigger[] = Object.freeze([]);
+const NO_FRAMES: readonly Frame[] = Object.freeze([]);
+
+/**
+ * What every stage of one GET stream is built from, in one object: it is the close plan and the
+ * queue plan of its stages as well (a stream holds one plan, not one per stage).
+ */
+class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
+  readonly deadlines: readonly Deadline[];
+  readonly signals: readonly Observable<unknown>[];
+  readonly signalReasons: readonly CloseReason[];
+  readonly direct: number;
+  readonly directDemand: boolean;
+  readonly notifications: number;
+  readonly bytes: number;
+  readonly lastEventId: string | undefined;
+  readonly log: EventLog;
+  readonly reconnectDelay: number;
+  readonly keepAliveInterval: number;
+  readonly demand$: Observable<boolean>;
+  readonly onDrop: DropHandler | undefined;
+  readonly restore: RestorePlan | undefined;
+  readonly #onClose: ((reason: CloseReason) => void) | undefined;
+
+  constructor(
+    readonly clock: Clock,
+    init: SessionPipelineInit,
+  ) {
+    const lifetime = lifetimeDeadlines(clock, init.maxStreamLifetime);
+    // The order of the composition: lifetime, then token expiry (a tie closes with the first).
+    this.deadlines = init.expiresAt === undefined ? lifetime : [lifetime[0]!, { kind: 'deadline', reason: 'token_expired', clock, at: init.expiresAt }];
+    const { supersede$, shutdown$ } = init;
+    this.signals = supersede$ !== undefined ? (shutdown$ !== undefined ? [supersede$, shutdown$] : [supersede$]) : shutdown$ !== undefined ? [shutdown$] : NO_SIGNALS;
+    this.signalReasons = supersede$ !== undefined ? SIGNAL_REASONS : SHUTDOWN_ONLY;
+    this.direct = directSignals(this.signals, init.demand$);
+    const { notifications, bytes } = queueLimits(init.queue);
+    this.notifications = notifications;
+    this.bytes = bytes;
+    this.demand$ = init.demand$;
+    this.directDemand = init.demand$ instanceof Broadcast;
+    this.onDrop = init.onDrop;
+    this.lastEventId = init.lastEventId;
+    this.log = init.log;
+    this.reconnectDelay = init.reconnectDelay;
+    this.keepAliveInterval = init.keepAliveInterval;
+    const restore = init.restore;
+    this.restore = restore === undefined ? undefined : restorePlan(restore.uris, restore.subscribe, restore.concurrency, restore.onError);
+    this.#onClose = init.onClose;
+  }
+
+  get idle(): undefined {
+    return undefined;
+  }
+  get custom(): readonly CloseTrigger[] {
+    return NO_TRIGGERS;
+  }
+  get stallGraceMs(): number {
+    return this.keepAliveInterval;
+  }
+
+  /** A GET stream just ends on a close (its client reconnects), after telling `onClose`. */
+  closing(reason: CloseReason): readonly Frame[] {
+    this.#onClose?.(reason);
+    return NO_FRAMES;
+  }
+}
+
+function sessionPlan(init: SessionPipelineInit): SessionPlan {
   requireRetry(init.reconnectDelay);
   requireInterval('sessionPipeline keepAliveInterval', init.keepAliveInterval);
   requireInterval('sessionPipeline maxStreamLifetime', init.maxStreamLifetime);
   if (init.expiresAt !== undefined) requireEpochMs('expiresAt epochMs', init.expiresAt);
   if (init.supersede$ !== undefined) requireObservable('superseded signal$', init.supersede$);
   if (init.shutdown$ !== undefined) requireObservable('shutdown signal$', init.shutdown$);
-  const deadlines: (TriggerSpec & { kind: 'deadline' })[] = [{ kind: 'deadline', reason: 'max_lifetime', clock, after: init.maxStreamLifetime }];
-  if (init.expiresAt !== undefined) deadlines.push({ kind: 'deadline', reason: 'token_expired', clock, at: init.expiresAt });
-  const signals: Observable<unknown>[] = [];
-  const signalReasons: CloseReason[] = [];
-  if (init.supersede$ !== undefined) signals.push(init.supersede$), signalReasons.push('superseded');
-  if (init.shutdown$ !== undefined) signals.push(init.shutdown$), signalReasons.push('shutdown');
-  const close: ClosePlan = { deadlines, idle: undefined, signals, signalReasons, custom: [], closing: endingFrames(init.onClose), direct: directSignals(signals, init.demand$) };
-  const queue = queuePlan(init.queue, init.demand$, init.onDrop, { stallGraceMs: init.keepAliveInterval, scheduler });
-  const restore$ = init.restore === undefined ? undefined : restoreObservable(init.restore.uris, init.restore.subscribe, init.restore.concurrency, init.restore.onError);
-  const { lastEventId, log, reconnectDelay, keepAliveInterval } = init;
-  return stageOperator(() => {
-    const stages: Stage<any, any>[] = [];
-    // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
-    if (lastEventId !== undefined) stages.push(new ReplayStage(lastEventId, log));
-    stages.push(new PrimeStage(lastEventId, log, reconnectDelay), new KeepAliveStage(keepAliveInterval, clock), new CloseStage(close), new QueueStage(queue));
-    if (restore$ !== undefined) stages.push(new RestoreStage<Frame>(restore$));
-    return stages;
-  });
+  if (!isObservable(init.demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', init.demand$);
+  return new SessionPlan(Clock.of(init.scheduler ?? asyncScheduler), init);
+}
+
+function sessionStages(plan: SessionPlan): Stage<any, any>[] {
+  const stages: Stage<any, any>[] = [];
+  // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
+  if (plan.lastEventId !== undefined) stages.push(new ReplayStage(plan.lastEventId, plan.log));
+  stages.push(new PrimeStage(plan), new KeepAliveStage(plan.keepAliveInterval, plan.clock), new CloseStage(plan), new QueueStage(plan));
+  if (plan.restore !== undefined) stages.push(new RestoreStage<Frame>(plan.restore));
+  return stages;
 }

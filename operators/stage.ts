@@ -103,8 +103,8 @@ export class StageChain implements Downstream<unknown> {
 
   /**
    * Opens the stages, subscribes `source`, tells the stages it is subscribed. `source` is an
-   * Observable, or a function that registers an entry with `next` directly (a hub registration:
-   * no subscriber in between) and returns how to undo it.
+   * Observable, or a function that registers an entry with `next` (and `complete`) directly (a
+   * hub registration, a legacy session's feed: no subscriber in between) and returns how to undo it.
    */
   run(source: StageSource): void {
     const { stages, sink } = this;
@@ -143,6 +143,12 @@ export class StageChain implements Downstream<unknown> {
     (this.stages[0] ?? this).push(value);
   }
 
+  /** The end of a source registered by a function: the stages end in order (see {@link StageChain.run}). */
+  complete(): void {
+    if (this.severed || this.done) return;
+    (this.stages[0] ?? this).end();
+  }
+
   // The end of the chain: the last stage's output goes to the sink.
   push(value: unknown): void {
     this.sink.next(value);
@@ -167,7 +173,7 @@ export class StageChain implements Downstream<unknown> {
 }
 
 /** What a chain's source can be (see {@link StageChain.run}). @internal */
-export type StageSource = Observable<unknown> | ((entry: { next(value: unknown): void }) => { unsubscribe(): void });
+export type StageSource = Observable<unknown> | ((entry: { next(value: unknown): void; complete(): void }) => { unsubscribe(): void });
 
 /**
  * The Observable a stage operator returns: its source and how to make its stages. Piping another
@@ -201,25 +207,25 @@ export function stageOperator<In, Out>(create: () => readonly Stage<any, any>[])
   return (source) => {
     if (source instanceof StageObservable) {
       const before = source.stages;
-      return new StageObservable<Out>(source.upstream, () => [...before(), ...create()]);
+      // `concat`, not a spread: the list is kept for the stream's life, at its exact length.
+      return new StageObservable<Out>(source.upstream, () => before().concat(create()));
     }
     // The hub's notifications: the first stage is registered on the topics itself.
-    if (source instanceof TopicsObservable) return new StageObservable<Out>((entry) => source.attach(entry), () => [...create()]);
-    return new StageObservable<Out>(source, () => [...create()]);
+    if (source instanceof TopicsObservable) return new StageObservable<Out>((entry) => source.attach(entry), () => create().slice());
+    return new StageObservable<Out>(source, () => create().slice());
   };
 }
 
 /**
  * Links `stages` to a plain sink with no Observable around them: what a long-lived owner (a legacy
- * session stamping its frames) pushes into directly. Returns the first stage; dispose with
- * `stages.forEach((stage) => stage.dispose())`.
+ * session stamping its frames) pushes into directly, with nothing in between (one object per stage).
+ * Returns the first stage; dispose with `stages.forEach((stage) => stage.dispose())`. For stages
+ * that do not end what is above them (a close trigger's stage needs a {@link StageChain}).
  * @internal
  */
 export function linkStages<In, Out>(stages: readonly Stage<any, any>[], sink: Downstream<Out>): Downstream<In> {
-  const chain = new Subscriber<Out>({ next: (value) => sink.push(value), error: (error: unknown) => sink.fail(error), complete: () => sink.end() });
-  const linked = new StageChain(stages, chain);
-  chain.add(linked);
+  for (let i = 0; i < stages.length; i++) stages[i]!.out = i + 1 < stages.length ? stages[i + 1]! : sink;
   for (let i = stages.length - 1; i >= 0; i--) stages[i]!.open();
   for (const stage of stages) stage.opened();
-  return (stages[0] as Downstream<In> | undefined) ?? (linked as Downstream<In>);
+  return (stages[0] as Downstream<In> | undefined) ?? (sink as unknown as Downstream<In>);
 }

@@ -1,16 +1,23 @@
 // Session plumbing below the wire-level L1–L10 spec: option validation, the session cap, the
 // in-memory store, an asynchronous event log, and two endpoints sharing a store, a log and a
 // SessionBus (a fleet in one process: what the Redis adapters do across processes).
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { BehaviorSubject } from 'rxjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
+import type { EndpointResponse } from '../adapters/endpoint/responses.js';
+import type { EndpointRequest } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
+import type { Frame, MessageFrame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
 import { resolveSessionOptions } from '../adapters/endpoint/legacy/sessionOptions.js';
 import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
 import { MemorySessionStore, type SessionBus, type SessionCommand } from '../lib/session.js';
 import { asyncLog } from './helpers/frames.js';
 import { startEndpoint, type TestServer } from './helpers/http.js';
-import { call, frameText, GetStream, initialize, nextTurn, send, sessionHeaders, updatedMessage } from './helpers/legacy.js';
+import { call, frameText, GetStream, INIT_HEADERS, initialize, nextTurn, rpcBody, send, sessionHeaders, updatedMessage } from './helpers/legacy.js';
 import { eventually } from './helpers/http.js';
 
 test('session options: defaults, and each bad value refused by name', () => {
@@ -206,6 +213,58 @@ test('fleet: DELETE on B ends the stream on A', async () => {
     await eventually(() => a.endpoint.stats.sessions === 0 && a.endpoint.stats.slots === 0, 2000, 'A to forget the session');
     assert.is((await call(a.url, sessionId, 5, 'ping')).status, 404);
   });
+});
+
+
+/* What an idle session holds (issue 15): nothing of the requests that made it */
+
+/** The global `gc` of V8, made available without a command-line flag. */
+function collectGarbage(): () => void {
+  v8.setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+/** One request as an adapter hands it to the endpoint; only a WeakRef of it is kept outside. */
+function request(method: string, headers: Record<string, string>, body?: string): EndpointRequest {
+  return { method, header: (name) => headers[name], remoteAddress: '127.0.0.1', body };
+}
+
+test('an open session with its GET stream and a subscription keeps none of the requests that opened them', async () => {
+  const gc = collectGarbage();
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({ hub, capabilities: { tools: true, resources: true } });
+  const frames: Frame[] = [];
+  let get: WeakRef<EndpointRequest>;
+  let subscribe: WeakRef<EndpointRequest>;
+  const stream = await (async () => {
+    const init = await endpoint.handle(request('POST', { ...INIT_HEADERS }, rpcBody(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {} })));
+    assert.is(init.kind, 'json');
+    const sessionId = (init as { headers: Record<string, string> }).headers['Mcp-Session-Id']!;
+    const getRequest = request('GET', { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+    get = new WeakRef(getRequest);
+    const response = await endpoint.handle(getRequest);
+    assert.is(response.kind, 'stream');
+    const subscription = (response as Extract<EndpointResponse, { kind: 'stream' }>).open(new BehaviorSubject(true)).subscribe((frame) => frames.push(frame));
+    const subscribeRequest = request('POST', sessionHeaders(sessionId), rpcBody(2, 'resources/subscribe', { uri: 'file:///a' }));
+    subscribe = new WeakRef(subscribeRequest);
+    const reply = await endpoint.handle(subscribeRequest);
+    assert.equal(JSON.parse((reply as { body: string }).body), { jsonrpc: '2.0', id: 2, result: {} });
+    return subscription;
+  })();
+  for (let i = 0; i < 3; i++) {
+    await nextTurn();
+    gc();
+  }
+  assert.is(subscribe!.deref(), undefined, 'the subscribe request is not kept by the subscription');
+  assert.is(get!.deref(), undefined, 'the GET request is not kept by its stream (nothing to restore, no fleet)');
+  // And the session still works.
+  hub.notifyResourceUpdated('file:///a');
+  assert.equal(
+    frames.filter((frame) => frame.type === 'message').map((frame) => (frame as MessageFrame).eventId),
+    ['1'],
+  );
+  stream.unsubscribe();
+  endpoint.close();
 });
 
 test.run();

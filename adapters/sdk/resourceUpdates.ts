@@ -1,6 +1,6 @@
 // `resources/subscribe` for servers built on the official SDK 1.x: this library's resource
 // providers and hub decide and source, the SDK server sends. Typed structurally (no SDK import).
-import { from, type Subscription } from 'rxjs';
+import type { Subscription } from 'rxjs';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import { InvalidOptionError } from '../../lib/errors.js';
@@ -9,7 +9,16 @@ import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, exceedsBytes, JsonRpcError } from '../../lib/jsonrpc.js';
 import { hubResources, type ResourceProvider } from '../../lib/resources.js';
 import { reportError } from '../../lib/telemetry.js';
-import { refusalError, ResourceAccess, type ResourceDecision } from '../endpoint/authorize.js';
+import { ResourceAccess } from '../endpoint/authorize.js';
+import {
+  cancelledError,
+  establishSubscription,
+  type LiveSubscription,
+  type PendingSubscribe,
+  type SubscribeOutcome,
+  type SubscriptionHolder,
+  UriTable,
+} from '../endpoint/legacy/establish.js';
 
 /**
  * What {@link ResourceUpdates} needs of an SDK server: the low-level `Server` of
@@ -77,13 +86,6 @@ export interface RestoreResult {
   readonly failed: readonly string[];
 }
 
-interface Pending {
-  reason: string | undefined;
-}
-
-/** How a subscribe ended: nothing on success, else the error and whether the URI should be forgotten. */
-type Outcome = { readonly error: JsonRpcError; readonly drop: boolean } | undefined;
-
 /**
  * Serves `resources/subscribe` and `resources/unsubscribe` for one session of an SDK 1.x server:
  * each subscribed URI's changes, from this library's resource providers (by default the hub's
@@ -123,8 +125,13 @@ export class ResourceUpdates {
   readonly #authenticate: (extra: SdkRequestExtra | undefined) => AuthInfo;
   readonly #maxSubscriptions: number;
   readonly #onChange: ((uris: readonly string[]) => void | Promise<void>) | undefined;
-  readonly #live = new Map<string, Subscription>();
-  readonly #pending = new Map<string, Pending>();
+  // The session's subscriptions, live and in progress, and where their changes go (the shared
+  // subscribe of both legacy implementations, see establishSubscription).
+  readonly #holder: SubscriptionHolder = {
+    live: new UriTable<LiveSubscription>(),
+    pending: new UriTable<PendingSubscribe>(),
+    resourceUpdated: (_frame, uri) => this.#notify(uri),
+  };
   readonly #lists: Subscription[] = [];
   /** URIs changed in this turn of the microtask queue, sent once when it drains. */
   readonly #changed = new Set<string>();
@@ -177,7 +184,7 @@ export class ResourceUpdates {
 
   /** How many subscriptions have a live change source now. */
   get live(): number {
-    return this.#live.size;
+    return this.#holder.live.size;
   }
 
   /**
@@ -190,7 +197,7 @@ export class ResourceUpdates {
     if (!this.#uris.includes(uri) && this.#uris.length >= this.#maxSubscriptions) {
       throw new JsonRpcError(ErrorCode.InvalidParams, `a session can hold at most ${this.#maxSubscriptions} resource subscriptions; unsubscribe from one first`);
     }
-    let outcome: Outcome;
+    let outcome: SubscribeOutcome;
     try {
       outcome = await this.#establish(uri, context(this.#authenticate(extra), extra));
     } catch (error) {
@@ -208,13 +215,14 @@ export class ResourceUpdates {
    */
   readonly unsubscribe = async (request: SdkResourceRequest): Promise<Record<string, never>> => {
     const uri = requireUri('resources/unsubscribe', request?.params);
-    const pending = this.#pending.get(uri);
+    const { pending: inProgress, live } = this.#holder;
+    const pending = inProgress.get(uri);
     if (pending !== undefined) {
       pending.reason = 'resources/unsubscribe arrived';
-      this.#pending.delete(uri);
+      inProgress.delete(uri);
     }
-    this.#live.get(uri)?.unsubscribe();
-    this.#live.delete(uri);
+    live.get(uri)?.unsubscribe();
+    live.delete(uri);
     this.#changed.delete(uri);
     if (this.#uris.includes(uri)) await this.#setUris(this.#uris.filter((kept) => kept !== uri));
     return {};
@@ -255,10 +263,11 @@ export class ResourceUpdates {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const pending of this.#pending.values()) pending.reason = 'the session closed';
-    this.#pending.clear();
-    for (const subscription of this.#live.values()) subscription.unsubscribe();
-    this.#live.clear();
+    const { pending: inProgress, live } = this.#holder;
+    for (const pending of inProgress.values()) pending.reason = 'the session closed';
+    inProgress.clear();
+    for (const subscription of live.values()) subscription.unsubscribe();
+    live.clear();
     for (const subscription of this.#lists) subscription.unsubscribe();
     this.#lists.length = 0;
     this.#changed.clear();
@@ -295,73 +304,12 @@ export class ResourceUpdates {
     }
   }
 
-  /** Subscribes `uri`'s change source (see {@link Outcome}). */
-  async #establish(uri: string, ctx: RequestContext, restoring = false): Promise<Outcome> {
-    const pending: Pending = { reason: undefined };
-    const overtaken = this.#pending.get(uri);
-    if (overtaken !== undefined) overtaken.reason = 'a newer resources/subscribe for the URI arrived';
-    this.#pending.set(uri, pending);
-    const cancelled = () => (pending.reason === undefined ? undefined : { error: cancelledError(uri, pending.reason), drop: false });
-    const failed = (error: unknown) => {
-      reportError('source', error);
-      return { error: new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`), drop: false };
-    };
-    try {
-      let decision: ResourceDecision;
-      try {
-        decision = await this.#access.decide(uri, ctx);
-      } catch (error) {
-        return cancelled() ?? failed(error);
-      }
-      const early = cancelled();
-      if (early !== undefined) return early;
-      if (!decision.allowed) return { error: refusalError(uri, decision.refusal), drop: true };
-      const provider = decision.provider;
-
-      const send = () => this.#notify(uri);
-      const scopes = ctx.auth.scopes;
-      let subscribing = true;
-      let emittedEarly = false;
-      let failure: { error: unknown } | undefined;
-      let subscription: Subscription | undefined;
-      try {
-        subscription = from(provider.changes(uri, ctx)).subscribe({
-          next: (value: unknown) => {
-            if (!mayReceiveValue(value, scopes)) return;
-            if (subscribing) emittedEarly = true;
-            else send();
-          },
-          error: (error: unknown) => {
-            if (subscribing) failure = { error };
-            else reportError('source', error);
-            if (subscription !== undefined && this.#live.get(uri) === subscription) this.#live.delete(uri);
-          },
-          complete: () => {
-            if (subscription !== undefined && this.#live.get(uri) === subscription) this.#live.delete(uri);
-          },
-        });
-      } catch (error) {
-        failure = { error };
-      }
-      subscribing = false;
-      if (failure !== undefined) {
-        subscription?.unsubscribe();
-        return failed(failure.error);
-      }
-      this.#live.get(uri)?.unsubscribe();
-      if (!subscription!.closed) this.#live.set(uri, subscription!);
-      else this.#live.delete(uri);
-      if (emittedEarly) send();
-      if (!restoring && !this.#uris.includes(uri)) await this.#setUris([...this.#uris, uri]);
-      return undefined;
-    } finally {
-      if (this.#pending.get(uri) === pending) this.#pending.delete(uri);
-    }
+  /** Subscribes `uri`'s change source (see {@link SubscribeOutcome}); a subscribe (not a restore) adds it to the subscriptions. */
+  #establish(uri: string, ctx: RequestContext, restoring = false): Promise<SubscribeOutcome> {
+    return establishSubscription(this.#holder, this.#access, uri, ctx, {
+      persist: restoring ? undefined : () => (this.#uris.includes(uri) ? undefined : this.#setUris([...this.#uris, uri])),
+    });
   }
-}
-
-function cancelledError(uri: string, reason: string): JsonRpcError {
-  return new JsonRpcError(ErrorCode.InvalidParams, `resources/subscribe for ${uri} was cancelled: ${reason}`);
 }
 
 function requireUri(method: string, params: { readonly uri?: unknown } | undefined): string {
@@ -398,10 +346,4 @@ function context(auth: AuthInfo, extra: SdkRequestExtra | undefined): RequestCon
   return sessionId === undefined
     ? { auth, request }
     : { auth, request, session: { id: sessionId, protocolVersion: request.header('mcp-protocol-version') ?? 'unknown' } };
-}
-
-/** A provider's change value: a scoped hub frame only for principals holding its scope; anything else for all. */
-function mayReceiveValue(value: unknown, scopes: ReadonlySet<string>): boolean {
-  const scope = (value as { scope?: unknown } | null)?.scope;
-  return (value as { type?: unknown } | null)?.type !== 'message' || typeof scope !== 'string' || scopes.has(scope);
 }

@@ -1,19 +1,12 @@
-import {
-  defer,
-  EMPTY,
-  finalize,
-  noop,
-  type Observable,
-  Subject,
-  Subscriber,
-  Subscription,
-} from 'rxjs';
-import { sessionPipeline } from '../../../operators/sessionPipeline.js';
+import { Observable, type Subscriber } from 'rxjs';
+import { sessionPipeline, type SessionPipelineInit } from '../../../operators/sessionPipeline.js';
+import { StageObservable } from '../../../operators/stage.js';
 import { Clock } from '../../../lib/clock.js';
 import type { RequestContext } from '../../../lib/context.js';
 import type { Frame, MessageFrame } from '../../../lib/frame.js';
+import type { Slot } from '../../../lib/slots.js';
 import { channels, reportError } from '../../../lib/telemetry.js';
-import { endStream, type LiveSession, sleep, type StreamHandle } from './liveSession.js';
+import { endStream, type ListTopic, type LiveSession, scopesOf, StreamHandle } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError } from './subscribe.js';
 
@@ -26,6 +19,8 @@ const RESTORE_CONCURRENCY = 8;
  */
 export interface StreamOwner {
   readonly init: LegacySessionsInit;
+  /** The list-changed topics every session hears on its GET stream (those the server advertises). */
+  readonly listTopics: readonly ListTopic[];
   /** True once the sessions are closed (server shutdown): no stream opens, none waits for a reconnect. */
   isClosed(): boolean;
 }
@@ -42,70 +37,118 @@ export function openGetStream(
   context: RequestContext,
   shutdown$: Observable<void>,
 ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
-  const { init } = owner;
-  const slot = owner.isClosed() || session.ended ? undefined : init.slots.tryAcquire();
+  const slot = owner.isClosed() || session.ended ? undefined : owner.init.slots.tryAcquire();
   if (slot === undefined) return undefined;
-  const { scheduler, keepAliveInterval, maxQueue, maxQueueBytes, maxStreamLifetime } = init;
   const open = (demand$: Observable<boolean>) =>
-    defer(() => {
-      const expiry = context.auth.expiresAt;
-      // A credential already expired gets nothing, not even the replay.
-      if (session.ended || owner.isClosed() || (expiry !== undefined && expiry <= scheduler.now())) {
-        slot.release();
-        return EMPTY;
-      }
-      // The GET this one replaces leaves the principal's count before this one is admitted.
-      endStream(session);
-      // DESIGN M8 for GET streams too: over the cap, the principal's oldest stream of either
-      // kind is superseded (a GET one ends cleanly, and its client reconnects).
-      const admission = init.principals.admit(context.auth.principal);
-      const handle: StreamHandle = { feed: new Subject<Frame>(), admission };
-      session.stream = handle;
-      session.streamContext = context;
-      session.scopes = context.auth.scopes;
-      session.changed.next();
-      claim(init, session);
-      session.grace?.unsubscribe();
-      session.grace = undefined;
-      watchListChanged(init, session);
-      // Restore what is on the record but not live (after a grace period ran out, or on another node).
-      const toRestore = { [Symbol.iterator]: () => session.uris.filter((uri) => !session.live.has(uri))[Symbol.iterator]() };
-      return handle.feed.pipe(
-        // DESIGN L7–L9 as one composite operator: replay after Last-Event-ID, the priming event,
-        // keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
-        // subscriptions are authorized again on restore), token expiry, supersede and shutdown,
-        // the bounded queue, and the restore of the persisted subscriptions.
-        sessionPipeline({
-          lastEventId,
-          log: session.log,
-          reconnectDelay: init.options.reconnectDelay,
-          keepAliveInterval,
-          maxStreamLifetime,
-          expiresAt: context.auth.expiresAt,
-          supersede$: admission.superseded$,
-          shutdown$,
-          queue: { notifications: maxQueue, bytes: maxQueueBytes },
-          demand$,
-          onDrop,
-          restore: {
-            uris: toRestore,
-            subscribe: (uri) => restore(init, session, uri, context, handle),
-            concurrency: RESTORE_CONCURRENCY,
-            onError: (uri, error) => reportError('source', new RestoreError(uri, error)),
-          },
-          // Closed by a trigger: the session lets go of the stream at once (its slot in the
-          // principal's cap too), while the stream writes what it holds.
-          onClose: () => endStream(session, handle),
-          scheduler,
-        }),
-        finalize(() => {
-          admission.release();
-          slot.release();
-          detach(owner, session, handle);
-        }),
-      );
-    });
+    new Observable<Frame>((subscriber) => subscribeGetStream(owner, session, slot, lastEventId, context, shutdown$, demand$, subscriber));
   return { open, abandon: () => slot.release() };
+}
+
+// Apart from openGetStream() so that an open stream's closures hold only what the stream needs.
+function subscribeGetStream(
+  owner: StreamOwner,
+  session: LiveSession,
+  slot: Slot,
+  lastEventId: string | undefined,
+  context: RequestContext,
+  shutdown$: Observable<void>,
+  demand$: Observable<boolean>,
+  subscriber: Subscriber<Frame>,
+): GetStreamRelease | undefined {
+  const { init } = owner;
+  const { scheduler } = init;
+  const expiry = context.auth.expiresAt;
+  // A credential already expired gets nothing, not even the replay.
+  if (session.ended || owner.isClosed() || (expiry !== undefined && expiry <= scheduler.now())) {
+    slot.release();
+    subscriber.complete();
+    return undefined;
+  }
+  // The GET this one replaces leaves the principal's count before this one is admitted.
+  endStream(session);
+  // DESIGN M8 for GET streams too: over the cap, the principal's oldest stream of either
+  // kind is superseded (a GET one ends cleanly, and its client reconnects).
+  const admission = init.principals.admit(context.auth.principal);
+  // Restore what is on the record but not live (after a grace period ran out, or on another node).
+  const unrestored = session.uris.filter((uri) => session.live.get(uri) === undefined);
+  // The request's context is kept only where a subscribe can still come for the stream's principal
+  // (a fleet relays them); a fresh session's stream (nothing to restore) holds none of the request.
+  const handle = new StreamHandle(session, admission, slot, init.bus === undefined ? undefined : context);
+  session.stream = handle;
+  session.scopes = scopesOf(context);
+  session.announce();
+  claim(init, session);
+  session.grace?.unsubscribe();
+  session.grace = undefined;
+  session.listen(init.hub, owner.listTopics);
+  const release = new GetStreamRelease(owner, handle);
+  // The session's feed, its first stage registered on the session (the handle) directly.
+  const feed$ = new StageObservable<Frame>((entry) => handle.attach(entry), noStages);
+  let stream$: Observable<Frame>;
+  try {
+    stream$ = feed$.pipe(
+      // DESIGN L7–L9 as one composite operator: replay after Last-Event-ID, the priming event,
+      // keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
+      // subscriptions are authorized again on restore), token expiry, supersede and shutdown,
+      // the bounded queue, and the restore of the persisted subscriptions. A close trigger cuts
+      // the feed (the handle): the session lets go of the stream at once, while the stream
+      // writes what it holds.
+      sessionPipeline({
+        lastEventId,
+        log: session.log,
+        reconnectDelay: init.options.reconnectDelay,
+        keepAliveInterval: init.keepAliveInterval,
+        maxStreamLifetime: init.maxStreamLifetime,
+        expiresAt: expiry,
+        supersede$: admission.superseded$,
+        shutdown$,
+        queue: { notifications: init.maxQueue, bytes: init.maxQueueBytes },
+        demand$,
+        onDrop,
+        restore: unrestored.length === 0 ? undefined : restoreSpec(init, handle, unrestored, context),
+        scheduler,
+      }),
+    );
+  } catch (error) {
+    release.unsubscribe();
+    throw error;
+  }
+  stream$.subscribe(subscriber);
+  // Released after the stream's own teardown (added after it subscribed), as `finalize` would.
+  return release;
+}
+
+function noStages(): [] {
+  return [];
+}
+
+/** The restore of `uris` on the stream of `handle`, as the principal of the GET request's `context`. */
+function restoreSpec(init: LegacySessionsInit, handle: StreamHandle, uris: readonly string[], context: RequestContext): SessionPipelineInit['restore'] {
+  return {
+    uris,
+    subscribe: (uri) => restore(init, handle.session, uri, handle, context),
+    concurrency: RESTORE_CONCURRENCY,
+    onError: onRestoreError,
+  };
+}
+
+function onRestoreError(uri: string, error: unknown): void {
+  reportError('source', new RestoreError(uri, error));
+}
+
+/** What an open GET stream gives back when it has ended, whatever the reason. */
+class GetStreamRelease {
+  constructor(
+    private readonly owner: StreamOwner,
+    private readonly handle: StreamHandle,
+  ) {}
+
+  unsubscribe(): void {
+    const { handle } = this;
+    handle.admission.release();
+    handle.slot.release();
+    detach(this.owner, handle);
+  }
 }
 
 /** This node now holds the session's GET stream: recorded, and every other node lets go of it. */
@@ -120,35 +163,18 @@ function claim(init: LegacySessionsInit, session: LiveSession): void {
 }
 
 /** A stream's pipeline ended (any reason): the session waits for a reconnect for the grace period. */
-function detach(owner: StreamOwner, session: LiveSession, handle: StreamHandle): void {
+function detach(owner: StreamOwner, handle: StreamHandle): void {
   const { init } = owner;
+  const { session } = handle;
   endStream(session, handle);
   if (session.ended || owner.isClosed() || session.stream !== undefined) return;
-  session.streamContext = undefined;
   session.lastActivity = init.scheduler.now();
   const changes = init.bus === undefined ? { lastActivity: session.lastActivity } : { lastActivity: session.lastActivity, streamNode: null };
   Promise.resolve(init.store.update(session.id, changes)).catch((error: unknown) => reportError('source', error));
   session.grace?.unsubscribe();
   session.grace = Clock.of(init.scheduler).after(init.options.sessionGracePeriod, () => {
     session.grace = undefined;
-    if (session.stream === undefined) sleep(session);
-  });
-}
-
-function watchListChanged(init: LegacySessionsInit, session: LiveSession): void {
-  if (session.listChanged !== undefined) return;
-  const { hub, capabilities } = init;
-  const kinds: ('tools' | 'prompts' | 'resources')[] = [];
-  if (capabilities.tools) kinds.push('tools');
-  if (capabilities.prompts) kinds.push('prompts');
-  if (capabilities.resources) kinds.push('resources');
-  if (kinds.length === 0) return;
-  // One subscriber registered on each topic directly (per session, so kept small): topics never complete.
-  const subscriber = new Subscriber<MessageFrame>({ next: (frame: MessageFrame) => session.push(frame), error: noop, complete: noop });
-  for (const kind of kinds) hub.attach(kind, undefined, subscriber);
-  session.listChanged = new Subscription(() => {
-    for (const kind of kinds) hub.detach(kind, undefined, subscriber);
-    subscriber.unsubscribe();
+    if (session.stream === undefined) session.sleep(init.hub);
   });
 }
 

@@ -1,84 +1,200 @@
-import { noop, Subject, type Subscription } from 'rxjs';
+import { EMPTY, type Observable, Subject } from 'rxjs';
 import { linkStages, type Downstream } from '../../../operators/stage.js';
 import { EventIdStage } from '../../../operators/withEventIds.js';
 import type { RequestContext } from '../../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js';
+import type { Hub, HubTarget } from '../../../lib/hub.js';
 import type { Admission } from '../../../lib/principals.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
+import type { Slot } from '../../../lib/slots.js';
 import { reportError } from '../../../lib/telemetry.js';
+import { type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from './establish.js';
 
+/** The list-changed topics a session hears on its GET stream (those the server advertises). @internal */
+export type ListTopic = 'tools' | 'prompts' | 'resources';
+
+// An empty scope set is the common case (anonymous callers): one shared instance, not the request's own.
 const NO_SCOPES: ReadonlySet<string> = new Set();
 
-/** A GET stream of a session: where its live frames go, and how the server ends it. @internal */
-export interface StreamHandle {
-  readonly feed: Subject<Frame>;
-  /** Its place in the principal's cap: given back as soon as the stream is ended. */
-  readonly admission: Admission;
+/** The read scopes of `context`, the shared empty set when there are none. @internal */
+export function scopesOf(context: RequestContext): ReadonlySet<string> {
+  return context.auth.scopes.size === 0 ? NO_SCOPES : context.auth.scopes;
 }
 
-/** A subscribe in progress: told why it was cancelled when something overtakes it. @internal */
-export interface PendingSubscribe {
-  reason: string | undefined;
+/** Where a GET stream's pipeline is fed from: the stage chain registered on its session. @internal */
+export interface FeedEntry {
+  next(frame: Frame): void;
+  complete(): void;
+}
+
+/**
+ * A GET stream of a session: the session's live frames go to its pipeline (`entry`) until it is
+ * ended. It is also the pipeline's source registration: a close trigger that cuts the pipeline's
+ * source unsubscribes it, and the session lets go of the stream at once (its place in the
+ * principal's cap too) while the pipeline writes what it holds.
+ * @internal
+ */
+export class StreamHandle {
+  /** The pipeline's first stage, once the pipeline is subscribed. */
+  entry: FeedEntry | undefined = undefined;
+
+  constructor(
+    readonly session: LiveSession,
+    /** Its place in the principal's cap: given back as soon as the stream is ended. */
+    readonly admission: Admission,
+    /** Its server-wide slot: given back when the pipeline has written everything and ended. */
+    readonly slot: Slot,
+    /**
+     * The GET request's context, whose principal the subscribes relayed from another node of a
+     * fleet run as; kept in a fleet only.
+     */
+    readonly context: RequestContext | undefined,
+  ) {}
+
+  /** Registers the pipeline's first stage as the session's feed (nothing if the stream already ended). */
+  attach(entry: FeedEntry): StreamHandle {
+    if (this.session.stream === this) this.entry = entry;
+    else entry.complete();
+    return this;
+  }
+
+  unsubscribe(): void {
+    endStream(this.session, this);
+  }
 }
 
 /**
  * A legacy session as this node holds it: the record plus what cannot be persisted (its live GET
- * stream, its live subscriptions, its timers).
+ * stream, its live subscriptions, its timers). Kept small: a server holds thousands, most idle.
+ *
+ * Frames reach it from two sides: its registrations on the hub's list-changed topics (`next`) and
+ * its resource subscriptions (`resourceUpdated`). Each is stamped with the session's next event id
+ * and kept for replay (the `withEventIds` stage, made at the first frame), then written to the
+ * live GET stream if any (`push`, the stage's downstream).
  * @internal
  */
-export class LiveSession {
+export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Frame> {
   readonly id: string;
   readonly principal: string;
   readonly protocolVersion: string;
   /** The persisted subscription list, kept in step with the store. */
-  uris: string[];
+  uris: readonly string[];
   lastActivity: number;
   readonly log: EventLog;
-  stream: StreamHandle | undefined;
-  /** The request context of the live GET stream (whose principal remote subscribes run as). */
-  streamContext: RequestContext | undefined;
-  readonly live = new Map<string, Subscription>();
-  readonly pending = new Map<string, PendingSubscribe>();
-  listChanged: Subscription | undefined;
+  stream: StreamHandle | undefined = undefined;
+  readonly live = new UriTable<LiveSubscription>();
+  // Subscribes in progress: made for the first one (most sessions are idle).
+  #pending: UriTable<PendingSubscribe> | undefined = undefined;
+  /** The list-changed topics the session is registered on (while it has subscriptions live). */
+  listening: readonly ListTopic[] | undefined = undefined;
   /** The grace period after its GET stream ended, on the endpoint's clock. */
-  grace: { unsubscribe(): void } | undefined;
+  grace: { unsubscribe(): void } | undefined = undefined;
   ended = false;
-  /** Emits when a GET stream attaches or the session ends. */
-  readonly changed = new Subject<void>();
   /**
    * The read scopes of the principal as of its latest GET stream (empty until one opens): a
    * notification published with a scope outside them is never stamped nor written.
    */
   scopes: ReadonlySet<string> = NO_SCOPES;
-
-  // The session's feed: every frame stamped with its next event id and kept for replay (the
-  // withEventIds stage, linked straight to the session), then written to the live stream if any.
-  // With an asynchronous log frames still come out in push order; a frame the log failed to take
-  // is reported on `channels.error` and not written, and the frames after it go on.
-  readonly #stamp: Downstream<MessageFrame>;
+  // Emits when a GET stream attaches or the session ends; made for the first subscribe that waits.
+  #changed: Subject<void> | undefined = undefined;
+  // The withEventIds stage, linked straight to the session: made at the first frame. With an
+  // asynchronous log frames still come out in push order; a frame the log failed to take is
+  // reported on `channels.error` and not written, and the frames after it go on.
+  #stamp: Downstream<MessageFrame> | undefined = undefined;
 
   constructor(record: SessionRecord, log: EventLog) {
     this.id = record.id;
     this.principal = record.principal;
     this.protocolVersion = record.protocolVersion;
-    this.uris = [...record.subscriptions];
+    this.uris = record.subscriptions.length === 0 ? NO_URIS : [...record.subscriptions];
     this.lastActivity = record.lastActivity;
     this.log = log;
-    this.#stamp = linkStages([new EventIdStage(log, (error) => reportError('source', error))], {
-      push: (frame: Frame) => this.stream?.feed.next(frame),
-      end: noop,
-      fail: (error: unknown) => reportError('source', error),
-    });
   }
 
-  /** Stamps `frame` with the session's next event id, keeps it for replay, writes it to the live stream if any. */
-  push(frame: MessageFrame): void {
+  get pending(): UriTable<PendingSubscribe> {
+    return (this.#pending ??= new UriTable());
+  }
+
+  /** A list-changed notification from the hub (the session is registered on those topics directly). */
+  next(frame: MessageFrame): void {
+    // A delivery already under way when the session let go of the topics.
+    if (this.listening === undefined) return;
+    this.#deliver(frame);
+  }
+
+  /** A change of a subscribed resource (its scope was checked against the subscriber's already). */
+  resourceUpdated(frame: MessageFrame): void {
+    this.#deliver(frame);
+  }
+
+  #deliver(frame: MessageFrame): void {
     // A storm of identical notifications (1000 tools/list_changed from a registry's loop) reaches
     // a session once (the hub collapses it, HubOptions.coalesce), so a collapsed one takes no id.
     if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
-    this.#stamp.push(frame);
+    (this.#stamp ??= linkStages([new EventIdStage(this.log, reportSourceError)], this)).push(frame);
   }
+
+  /** A stamped frame (the stamping stage's output): written to the live GET stream, if any. */
+  push(frame: Frame): void {
+    this.stream?.entry?.next(frame);
+  }
+
+  end(): void {}
+
+  fail(error: unknown): void {
+    reportSourceError(error);
+  }
+
+  /** Emits when a GET stream attaches or the session ends (completes then). */
+  changes(): Observable<void> {
+    return this.ended ? EMPTY : (this.#changed ??= new Subject<void>());
+  }
+
+  /** Tells whoever waits in {@link changes}: a GET stream attached. */
+  announce(): void {
+    this.#changed?.next();
+  }
+
+  /** Marks the session ended and tells whoever waits in {@link changes}. */
+  finish(): void {
+    this.ended = true;
+    const changed = this.#changed;
+    this.#changed = undefined;
+    changed?.next();
+    changed?.complete();
+  }
+
+  /** Registers the session on the hub's list-changed `topics` (once). */
+  listen(hub: Hub, topics: readonly ListTopic[]): void {
+    if (this.listening !== undefined || topics.length === 0) return;
+    this.listening = topics;
+    for (const topic of topics) hub.attach(topic, undefined, this);
+  }
+
+  /**
+   * Releases the session's live subscriptions (they stay on the record, restored on the next GET)
+   * and its list-changed registrations.
+   */
+  sleep(hub: Hub): void {
+    this.grace?.unsubscribe();
+    this.grace = undefined;
+    const topics = this.listening;
+    this.listening = undefined;
+    if (topics !== undefined) for (const topic of topics) hub.detach(topic, undefined, this);
+    for (const subscription of this.live.values()) subscription.unsubscribe();
+    this.live.clear();
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    for (const subscribe of pending.values()) subscribe.reason ??= 'the GET stream closed';
+    pending.clear();
+  }
+}
+
+const NO_URIS: readonly string[] = Object.freeze([]);
+
+function reportSourceError(error: unknown): void {
+  reportError('source', error);
 }
 
 /**
@@ -90,20 +206,7 @@ export function endStream(session: LiveSession, handle: StreamHandle | undefined
   if (handle === undefined || session.stream !== handle) return;
   session.stream = undefined;
   handle.admission.release();
-  handle.feed.complete();
-}
-
-/**
- * Releases the session's live subscriptions (they stay on the record, restored on the next GET).
- * @internal
- */
-export function sleep(session: LiveSession): void {
-  session.grace?.unsubscribe();
-  session.grace = undefined;
-  session.listChanged?.unsubscribe();
-  session.listChanged = undefined;
-  for (const subscription of session.live.values()) subscription.unsubscribe();
-  session.live.clear();
-  for (const pending of session.pending.values()) pending.reason ??= 'the GET stream closed';
-  session.pending.clear();
+  const entry = handle.entry;
+  handle.entry = undefined;
+  entry?.complete();
 }

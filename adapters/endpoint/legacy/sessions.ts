@@ -10,7 +10,7 @@ import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { initializeResult } from '../discover.js';
 import { openGetStream, type StreamOwner } from './getStream.js';
-import { endStream, LiveSession, sleep } from './liveSession.js';
+import { endStream, type ListTopic, LiveSession } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
 
@@ -42,7 +42,12 @@ export class LegacySessions {
 
   constructor(init: LegacySessionsInit) {
     this.#init = init;
-    this.#owner = { init, isClosed: () => this.#closed };
+    const { capabilities } = init;
+    const listTopics: ListTopic[] = [];
+    if (capabilities.tools) listTopics.push('tools');
+    if (capabilities.prompts) listTopics.push('prompts');
+    if (capabilities.resources) listTopics.push('resources');
+    this.#owner = { init, listTopics: Object.freeze(listTopics), isClosed: () => this.#closed };
     this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
   }
 
@@ -51,7 +56,7 @@ export class LegacySessions {
     let subscriptions = 0;
     for (const session of this.#sessions.values()) {
       if (session.stream !== undefined) streams++;
-      subscriptions += session.live.size + (session.listChanged === undefined ? 0 : 1);
+      subscriptions += session.live.size + (session.listening === undefined ? 0 : 1);
     }
     return { sessions: this.#sessions.size, streams, subscriptions };
   }
@@ -167,11 +172,10 @@ export class LegacySessions {
         this.#forget(session);
         return;
       case 'subscribe': {
-        if (!session.uris.includes(command.uri)) session.uris = [...session.uris, command.uri];
+        if (!session.uris.includes(command.uri)) session.uris = session.uris.concat(command.uri);
         const stream = session.stream;
-        const context = session.streamContext;
-        if (stream === undefined || context === undefined) return;
-        restore(this.#init, session, command.uri, context, stream).catch((error: unknown) => reportError('source', new RestoreError(command.uri, error)));
+        if (stream?.context === undefined) return;
+        restore(this.#init, session, command.uri, stream, stream.context).catch((error: unknown) => reportError('source', new RestoreError(command.uri, error)));
         return;
       }
       case 'unsubscribe': {
@@ -200,7 +204,7 @@ export class LegacySessions {
     this.#disconnect?.();
     for (const session of this.#sessions.values()) {
       endStream(session);
-      sleep(session);
+      session.sleep(this.#init.hub);
     }
   }
 
@@ -232,10 +236,8 @@ export class LegacySessions {
 
   /** Ends what this node holds of a session (stream, subscriptions, timers); the record is left alone. */
   #forget(session: LiveSession): void {
-    session.ended = true;
-    session.changed.next();
-    session.changed.complete();
-    sleep(session);
+    session.finish();
+    session.sleep(this.#init.hub);
     endStream(session);
     if (this.#sessions.get(session.id) === session) this.#sessions.delete(session.id);
     const own = this.#byPrincipal.get(session.principal);
