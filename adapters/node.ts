@@ -21,8 +21,12 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody
  * itself answers a malformed body with its own error before this handler runs; leave the body to
  * the endpoint to have it answer JSON-RPC `-32700` (Express: mount `/mcp` ahead of `express.json()`;
  * Fastify: a plugin without content-type parsers, as below and in `examples/fastify.ts`). An SSE
- * response is written frame by frame; `write()` returning false tells the stream the socket is
- * busy until `'drain'`, so a client that stops reading costs at most its bounded queue. When the
+ * response is written once per tick with the frames the stream got in it: as one HTTP chunk
+ * written to the socket directly while the response owns its connection and node's own
+ * `res.write` is in place (the same bytes, one syscall), else through `res.write` (a compression
+ * middleware, a response queued behind another on a keep-alive connection). A write that leaves
+ * 64 KiB waiting tells the stream the client is busy until `'drain'`, so a client that stops
+ * reading costs at most its bounded queue. When the
  * connection closes (client gone, socket destroyed), the stream is unsubscribed at once, whatever
  * state it is in: mid-stream, closing, or still queued behind another response pipelined on the
  * same keep-alive connection (the socket is watched, not only the response). An error on a
