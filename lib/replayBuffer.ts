@@ -37,7 +37,9 @@ const DECIMAL = /^[0-9]+$/;
  * with `Last-Event-ID: n` gets the ones with an id above `n`, with their original ids, before
  * live frames resume. A non-numeric `Last-Event-ID` replays the whole buffer; one that is at or
  * past the newest id replays nothing; one older than the oldest kept frame replays all that is
- * kept (the older frames are gone). Memory is bounded by `capacity` frames.
+ * kept (the older frames are gone). Memory is bounded by `capacity` frames: the ring holds the
+ * frames as they were appended (a hub notification is one object shared by every session) and
+ * stamps them again when they are replayed, so a full buffer costs a slot per frame, not a copy.
  *
  * @example
  * const log = new ReplayBuffer(100);
@@ -50,8 +52,9 @@ const DECIMAL = /^[0-9]+$/;
 export class ReplayBuffer implements EventLog {
   /** How many of the most recent frames are kept. */
   readonly capacity: number;
-  // Made at the first frame (an idle session costs no array), grows as frames come, then wraps
-  // around at `capacity`.
+  // The frames as appended (not the stamped copies: those are the stream's, and short-lived); their
+  // ids follow from their places. Made at the first frame (an idle session costs no array), grows
+  // as frames come, then wraps around at `capacity`.
   private ring: MessageFrame[] | undefined = undefined;
   private last = 0;
 
@@ -91,9 +94,8 @@ export class ReplayBuffer implements EventLog {
    */
   append(frame: MessageFrame): MessageFrame {
     const id = ++this.last;
-    const stamped = stamp(frame, String(id));
-    (this.ring ??= [])[(id - 1) % this.capacity] = stamped;
-    return stamped;
+    (this.ring ??= [])[(id - 1) % this.capacity] = frame;
+    return stamp(frame, String(id));
   }
 
   /**
@@ -108,7 +110,7 @@ export class ReplayBuffer implements EventLog {
     const oldest = this.last - this.size + 1;
     const first = DECIMAL.test(lastEventId) ? Math.max(Number(lastEventId) + 1, oldest) : oldest;
     const frames: MessageFrame[] = [];
-    for (let id = first; id <= this.last; id++) frames.push(ring[(id - 1) % this.capacity]!);
+    for (let id = first; id <= this.last; id++) frames.push(stamp(ring[(id - 1) % this.capacity]!, String(id)));
     return frames;
   }
 }

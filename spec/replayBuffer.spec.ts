@@ -48,13 +48,23 @@ test('defaults to a capacity of 100', () => {
   assert.equal(ids(log.after('0'))[0], '51');
 });
 
-test('replays the frames after a numeric Last-Event-ID, the very objects append returned', () => {
+test('replays the frames after a numeric Last-Event-ID, as append returned them', () => {
   const log = new ReplayBuffer(5);
   const stamped = [1, 2, 3, 4].map((i) => log.append(updated(`file:///r${i}`)));
   const replay = log.after('2');
   assert.equal(ids(replay), ['3', '4']);
-  assert.is(replay[0], stamped[2]);
-  assert.is(replay[1], stamped[3]);
+  assert.equal(replay[0], stamped[2]);
+  assert.equal(replay[1], stamped[3]);
+});
+
+test('keeps the appended frames themselves, not a stamped copy each: one shared notification, many ids', () => {
+  const log = new ReplayBuffer(3);
+  const shared = updated('file:///shared');
+  for (let i = 0; i < 5; i++) log.append(shared);
+  const ring = (log as unknown as { ring: MessageFrame[] }).ring;
+  assert.ok(ring.every((frame) => frame === shared), 'the ring holds the appended object');
+  assert.equal(ids(log.after('0')), ['3', '4', '5']);
+  assert.is(shared.eventId, undefined, 'the appended frame is not modified');
 });
 
 test('replays everything kept when the Last-Event-ID is older than the oldest kept frame', () => {

@@ -35,7 +35,7 @@ test('replays the frames after a numeric Last-Event-ID with their original ids, 
   const { log, live, stamped, publish } = session(7);
   const { out } = collect(live.pipe(replayFrom('4', log)));
   assert.equal(eventIds(out), ['5', '6', '7']);
-  assert.is(out[0], stamped[4]);
+  assert.equal(out[0], stamped[4]);
   publish();
   publish();
   assert.equal(eventIds(out), ['5', '6', '7', '8', '9']);

@@ -34,8 +34,8 @@ test('records every stamped frame in the log', () => {
   assert.equal(eventIds(out), ['1', ':', '2']);
   assert.is(log.lastId, 2);
   const replay = log.after('0');
-  assert.is(replay[0], out[0]);
-  assert.is(replay[1], out[2]);
+  assert.equal(replay[0], out[0]);
+  assert.equal(replay[1], out[2]);
 });
 
 test('keeps counting across subscriptions sharing one log (a reconnecting session)', () => {
