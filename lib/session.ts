@@ -85,7 +85,7 @@ export class MemorySessionStore implements SessionStore {
   }
 
   create(record: SessionRecord): void {
-    this.#records.set(record.id, Object.freeze({ ...record, subscriptions: Object.freeze([...record.subscriptions]) }));
+    this.#records.set(record.id, Object.freeze({ ...record, subscriptions: frozen(record.subscriptions) }));
   }
 
   get(id: string): SessionRecord | undefined {
@@ -95,7 +95,7 @@ export class MemorySessionStore implements SessionStore {
   update(id: string, changes: SessionChanges): void {
     const record = this.#records.get(id);
     if (record === undefined) return;
-    const subscriptions = changes.subscriptions === undefined ? record.subscriptions : Object.freeze([...changes.subscriptions]);
+    const subscriptions = changes.subscriptions === undefined ? record.subscriptions : frozen(changes.subscriptions);
     this.#records.set(id, Object.freeze({ ...record, ...changes, subscriptions }));
   }
 
@@ -108,4 +108,9 @@ export class MemorySessionStore implements SessionStore {
     for (const record of this.#records.values()) if (record.lastActivity < cutoff) ids.push(record.id);
     return ids;
   }
+}
+
+/** `list` itself when it is frozen (nobody can change it: the session and its record share it), else a frozen copy. */
+function frozen(list: readonly string[]): readonly string[] {
+  return Object.isFrozen(list) ? list : Object.freeze([...list]);
 }

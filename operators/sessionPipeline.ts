@@ -78,21 +78,43 @@ export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunc
   return stageOperator(() => sessionStages(plan));
 }
 
-// A stream's lifetime cap, the same for every stream of one clock and lifetime: one frozen list.
-const lifetimes = new WeakMap<Clock, Map<number, readonly Deadline[]>>();
-
 type Deadline = TriggerSpec & { kind: 'deadline' };
 
-function lifetimeDeadlines(clock: Clock, after: number): readonly Deadline[] {
-  let byLifetime = lifetimes.get(clock);
-  if (byLifetime === undefined) lifetimes.set(clock, (byLifetime = new Map()));
-  let deadlines = byLifetime.get(after);
-  if (deadlines === undefined) {
-    deadlines = Object.freeze([Object.freeze({ kind: 'deadline' as const, reason: 'max_lifetime' as const, clock, after })]);
-    // Bounded: an endpoint has one lifetime; past 16 distinct ones lists are not kept.
-    if (byLifetime.size < 16) byLifetime.set(after, deadlines);
+/** What the GET streams of one clock with the same numbers share (an endpoint's streams: one object). */
+interface Settings {
+  readonly clock: Clock;
+  /** The lifetime cap, as a close plan's deadlines. */
+  readonly lifetime: readonly Deadline[];
+  readonly maxStreamLifetime: number;
+  readonly keepAliveInterval: number;
+  readonly reconnectDelay: number;
+  readonly notifications: number;
+  readonly bytes: number;
+  readonly onDrop: DropHandler | undefined;
+}
+
+// The settings of the latest stream of each clock: reused while the next stream's are the same.
+const latest = new WeakMap<Clock, Settings>();
+
+function settingsFor(clock: Clock, init: SessionPipelineInit): Settings {
+  const { notifications, bytes } = queueLimits(init.queue);
+  const { maxStreamLifetime, keepAliveInterval, reconnectDelay, onDrop } = init;
+  const last = latest.get(clock);
+  if (
+    last !== undefined &&
+    last.maxStreamLifetime === maxStreamLifetime &&
+    last.keepAliveInterval === keepAliveInterval &&
+    last.reconnectDelay === reconnectDelay &&
+    last.notifications === notifications &&
+    last.bytes === bytes &&
+    last.onDrop === onDrop
+  ) {
+    return last;
   }
-  return deadlines;
+  const lifetime = Object.freeze([Object.freeze({ kind: 'deadline' as const, reason: 'max_lifetime' as const, clock, after: maxStreamLifetime })]);
+  const settings: Settings = Object.freeze({ clock, lifetime, maxStreamLifetime, keepAliveInterval, reconnectDelay, notifications, bytes, onDrop });
+  latest.set(clock, settings);
+  return settings;
 }
 
 // The order of the composition: superseded, then shutdown.
@@ -103,8 +125,9 @@ const NO_TRIGGERS: readonly CloseTrigger[] = Object.freeze([]);
 const NO_FRAMES: readonly Frame[] = Object.freeze([]);
 
 /**
- * What every stage of one GET stream is built from, in one object: it is the close plan and the
- * queue plan of its stages as well (a stream holds one plan, not one per stage).
+ * What every stage of one GET stream is built from, in one object: it is the close plan, the queue
+ * plan and the prime plan of its stages as well (a stream holds one plan, not one per stage), and
+ * what every stream of an endpoint shares is one {@link Settings} object.
  */
 class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
   readonly deadlines: readonly Deadline[];
@@ -112,51 +135,58 @@ class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
   readonly signalReasons: readonly CloseReason[];
   readonly direct: number;
   readonly directDemand: boolean;
-  readonly notifications: number;
-  readonly bytes: number;
   readonly lastEventId: string | undefined;
   readonly log: EventLog;
-  readonly reconnectDelay: number;
-  readonly keepAliveInterval: number;
   readonly demand$: Observable<boolean>;
-  readonly onDrop: DropHandler | undefined;
   readonly restore: RestorePlan | undefined;
   readonly #onClose: ((reason: CloseReason) => void) | undefined;
 
   constructor(
-    readonly clock: Clock,
+    private readonly settings: Settings,
     init: SessionPipelineInit,
   ) {
-    const lifetime = lifetimeDeadlines(clock, init.maxStreamLifetime);
+    const { lifetime, clock } = settings;
     // The order of the composition: lifetime, then token expiry (a tie closes with the first).
     this.deadlines = init.expiresAt === undefined ? lifetime : [lifetime[0]!, { kind: 'deadline', reason: 'token_expired', clock, at: init.expiresAt }];
     const { supersede$, shutdown$ } = init;
     this.signals = supersede$ !== undefined ? (shutdown$ !== undefined ? [supersede$, shutdown$] : [supersede$]) : shutdown$ !== undefined ? [shutdown$] : NO_SIGNALS;
     this.signalReasons = supersede$ !== undefined ? SIGNAL_REASONS : SHUTDOWN_ONLY;
     this.direct = directSignals(this.signals, init.demand$);
-    const { notifications, bytes } = queueLimits(init.queue);
-    this.notifications = notifications;
-    this.bytes = bytes;
     this.demand$ = init.demand$;
     this.directDemand = init.demand$ instanceof Broadcast;
-    this.onDrop = init.onDrop;
     this.lastEventId = init.lastEventId;
     this.log = init.log;
-    this.reconnectDelay = init.reconnectDelay;
-    this.keepAliveInterval = init.keepAliveInterval;
     const restore = init.restore;
     this.restore = restore === undefined ? undefined : restorePlan(restore.uris, restore.subscribe, restore.concurrency, restore.onError);
     this.#onClose = init.onClose;
   }
 
+  get clock(): Clock {
+    return this.settings.clock;
+  }
+  get keepAliveInterval(): number {
+    return this.settings.keepAliveInterval;
+  }
+  get reconnectDelay(): number {
+    return this.settings.reconnectDelay;
+  }
+  get notifications(): number {
+    return this.settings.notifications;
+  }
+  get bytes(): number {
+    return this.settings.bytes;
+  }
+  get onDrop(): DropHandler | undefined {
+    return this.settings.onDrop;
+  }
+  get stallGraceMs(): number {
+    return this.settings.keepAliveInterval;
+  }
   get idle(): undefined {
     return undefined;
   }
   get custom(): readonly CloseTrigger[] {
     return NO_TRIGGERS;
-  }
-  get stallGraceMs(): number {
-    return this.keepAliveInterval;
   }
 
   /** A GET stream just ends on a close (its client reconnects), after telling `onClose`. */
@@ -174,7 +204,7 @@ function sessionPlan(init: SessionPipelineInit): SessionPlan {
   if (init.supersede$ !== undefined) requireObservable('superseded signal$', init.supersede$);
   if (init.shutdown$ !== undefined) requireObservable('shutdown signal$', init.shutdown$);
   if (!isObservable(init.demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', init.demand$);
-  return new SessionPlan(Clock.of(init.scheduler ?? asyncScheduler), init);
+  return new SessionPlan(settingsFor(Clock.of(init.scheduler ?? asyncScheduler), init), init);
 }
 
 function sessionStages(plan: SessionPlan): Stage<any, any>[] {

@@ -12,9 +12,10 @@ import { reportError } from '../../lib/telemetry.js';
 import { ResourceAccess } from '../endpoint/authorize.js';
 import {
   cancelledError,
+  cancelSubscribe,
+  cancelSubscribes,
   establishSubscription,
   type LiveSubscription,
-  type PendingSubscribe,
   type SubscribeOutcome,
   type SubscriptionHolder,
   UriTable,
@@ -129,7 +130,7 @@ export class ResourceUpdates {
   // subscribe of both legacy implementations, see establishSubscription).
   readonly #holder: SubscriptionHolder = {
     live: new UriTable<LiveSubscription>(),
-    pending: new UriTable<PendingSubscribe>(),
+    pending: undefined,
     resourceUpdated: (_frame, uri) => this.#notify(uri),
   };
   readonly #lists: Subscription[] = [];
@@ -215,14 +216,10 @@ export class ResourceUpdates {
    */
   readonly unsubscribe = async (request: SdkResourceRequest): Promise<Record<string, never>> => {
     const uri = requireUri('resources/unsubscribe', request?.params);
-    const { pending: inProgress, live } = this.#holder;
-    const pending = inProgress.get(uri);
-    if (pending !== undefined) {
-      pending.reason = 'resources/unsubscribe arrived';
-      inProgress.delete(uri);
-    }
-    live.get(uri)?.unsubscribe();
-    live.delete(uri);
+    const holder = this.#holder;
+    cancelSubscribe(holder, uri, 'resources/unsubscribe arrived');
+    holder.live.get(uri)?.unsubscribe();
+    holder.live.delete(uri);
     this.#changed.delete(uri);
     if (this.#uris.includes(uri)) await this.#setUris(this.#uris.filter((kept) => kept !== uri));
     return {};
@@ -263,11 +260,10 @@ export class ResourceUpdates {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const { pending: inProgress, live } = this.#holder;
-    for (const pending of inProgress.values()) pending.reason = 'the session closed';
-    inProgress.clear();
-    for (const subscription of live.values()) subscription.unsubscribe();
-    live.clear();
+    const holder = this.#holder;
+    cancelSubscribes(holder, 'the session closed');
+    for (const subscription of holder.live.values()) subscription.unsubscribe();
+    holder.live.clear();
     for (const subscription of this.#lists) subscription.unsubscribe();
     this.#lists.length = 0;
     this.#changed.clear();

@@ -78,7 +78,8 @@ export class UriTable<V extends { readonly uri: string }> {
  * @internal
  */
 export interface SubscriptionHolder {
-  readonly pending: UriTable<PendingSubscribe>;
+  /** Subscribes in progress; `undefined` while there are none (see {@link cancelSubscribe}). */
+  pending: UriTable<PendingSubscribe> | undefined;
   readonly live: UriTable<LiveSubscription>;
   /**
    * A change of a subscribed URI reached the session: `frame` is its `notifications/resources/updated`
@@ -119,9 +120,8 @@ export async function establishSubscription(
   options: EstablishOptions = {},
 ): Promise<SubscribeOutcome> {
   const pending: PendingSubscribe = { uri, reason: undefined };
-  const overtaken = holder.pending.get(uri);
-  if (overtaken !== undefined) overtaken.reason = 'a newer resources/subscribe for the URI arrived';
-  holder.pending.set(pending);
+  cancelSubscribe(holder, uri, 'a newer resources/subscribe for the URI arrived');
+  (holder.pending ??= new UriTable()).set(pending);
   const { interrupted, persist } = options;
   const cancelled = (): SubscribeOutcome => {
     const reason = pending.reason ?? interrupted?.();
@@ -151,8 +151,31 @@ export async function establishSubscription(
     await persist?.();
     return undefined;
   } finally {
-    if (holder.pending.get(uri) === pending) holder.pending.delete(uri);
+    forget(holder, pending);
   }
+}
+
+/** Cancels the subscribe of `uri` in progress, if any: it answers `… was cancelled: <reason>`. */
+export function cancelSubscribe(holder: SubscriptionHolder, uri: string, reason: string): void {
+  const pending = holder.pending?.get(uri);
+  if (pending === undefined) return;
+  pending.reason = reason;
+  forget(holder, pending);
+}
+
+/** Cancels every subscribe in progress (unless already cancelled for another reason). */
+export function cancelSubscribes(holder: SubscriptionHolder, reason: string): void {
+  const table = holder.pending;
+  if (table === undefined) return;
+  holder.pending = undefined;
+  for (const pending of table.values()) pending.reason ??= reason;
+}
+
+function forget(holder: SubscriptionHolder, pending: PendingSubscribe): void {
+  const table = holder.pending;
+  if (table === undefined || table.get(pending.uri) !== pending) return;
+  table.delete(pending.uri);
+  if (table.size === 0) holder.pending = undefined;
 }
 
 /** `-32602 resources/subscribe for <uri> was cancelled: <reason>` (DESIGN L3). @internal */
@@ -207,8 +230,6 @@ function resourceUpdatedFrame(uri: string): MessageFrame {
  */
 class HubSubscription implements HubTarget, LiveSubscription {
   closed = false;
-  // Made at the first scoped change that may pass: an unscoped copy of the notification.
-  #unscoped: MessageFrame | undefined = undefined;
 
   constructor(
     private readonly holder: SubscriptionHolder,
@@ -224,7 +245,8 @@ class HubSubscription implements HubTarget, LiveSubscription {
     if (this.closed) return;
     const scope = frame.scope;
     if (scope === undefined) this.holder.resourceUpdated(frame, this.uri);
-    else if (this.scopes.has(scope)) this.holder.resourceUpdated((this.#unscoped ??= resourceUpdatedFrame(this.uri)), this.uri);
+    // A scoped publish (rare) is handed on as an unscoped copy: who may hear it was checked here.
+    else if (this.scopes.has(scope)) this.holder.resourceUpdated(resourceUpdatedFrame(this.uri), this.uri);
   }
 
   unsubscribe(): void {

@@ -9,7 +9,7 @@ import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
 import type { Slot } from '../../../lib/slots.js';
 import { reportError } from '../../../lib/telemetry.js';
-import { type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from './establish.js';
+import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from './establish.js';
 
 /** The list-changed topics a session hears on its GET stream (those the server advertises). @internal */
 export type ListTopic = 'tools' | 'prompts' | 'resources';
@@ -78,14 +78,14 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
   readonly id: string;
   readonly principal: string;
   readonly protocolVersion: string;
-  /** The persisted subscription list, kept in step with the store. */
-  uris: readonly string[];
+  // The persisted subscription list, kept in step with the store (frozen: shared with the record).
+  #uris: readonly string[];
   lastActivity: number;
   readonly log: EventLog;
   stream: StreamHandle | undefined = undefined;
   readonly live = new UriTable<LiveSubscription>();
-  // Subscribes in progress: made for the first one (most sessions are idle).
-  #pending: UriTable<PendingSubscribe> | undefined = undefined;
+  /** Subscribes in progress, while there are some. */
+  pending: UriTable<PendingSubscribe> | undefined = undefined;
   /** The list-changed topics the session is registered on (while it has subscriptions live). */
   listening: readonly ListTopic[] | undefined = undefined;
   /** The grace period after its GET stream ended, on the endpoint's clock. */
@@ -107,13 +107,19 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
     this.id = record.id;
     this.principal = record.principal;
     this.protocolVersion = record.protocolVersion;
-    this.uris = record.subscriptions.length === 0 ? NO_URIS : [...record.subscriptions];
+    this.#uris = frozen(record.subscriptions);
     this.lastActivity = record.lastActivity;
     this.log = log;
   }
 
-  get pending(): UriTable<PendingSubscribe> {
-    return (this.#pending ??= new UriTable());
+  /** The persisted subscription list, kept in step with the store, in subscription order. */
+  get uris(): readonly string[] {
+    return this.#uris;
+  }
+
+  /** Replaces the list (a frozen list is kept as it is, and may be shared with the store's record). */
+  set uris(list: readonly string[]) {
+    this.#uris = frozen(list);
   }
 
   /** A list-changed notification from the hub (the session is registered on those topics directly). */
@@ -184,14 +190,15 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
     if (topics !== undefined) for (const topic of topics) hub.detach(topic, undefined, this);
     for (const subscription of this.live.values()) subscription.unsubscribe();
     this.live.clear();
-    const pending = this.#pending;
-    if (pending === undefined) return;
-    for (const subscribe of pending.values()) subscribe.reason ??= 'the GET stream closed';
-    pending.clear();
+    cancelSubscribes(this, 'the GET stream closed');
   }
 }
 
 const NO_URIS: readonly string[] = Object.freeze([]);
+
+function frozen(list: readonly string[]): readonly string[] {
+  return Object.isFrozen(list) ? list : list.length === 0 ? NO_URIS : Object.freeze(list.slice());
+}
 
 function reportSourceError(error: unknown): void {
   reportError('source', error);

@@ -10,6 +10,7 @@ import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { initializeResult } from '../discover.js';
 import { openGetStream, type StreamOwner } from './getStream.js';
+import { cancelSubscribe } from './establish.js';
 import { endStream, type ListTopic, LiveSession } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
@@ -76,7 +77,7 @@ export class LegacySessions {
     }
     const record: SessionRecord = {
       id: randomUUID(),
-      principal: auth.principal,
+      principal: this.#principal(auth.principal),
       protocolVersion,
       subscriptions: [],
       lastActivity: this.#init.scheduler.now(),
@@ -85,6 +86,17 @@ export class LegacySessions {
     this.#adopt(record);
     const { capabilities, extraCapabilities, serverInfo, instructions } = this.#init;
     return { id: record.id, result: initializeResult(protocolVersion, capabilities, extraCapabilities, serverInfo, instructions) };
+  }
+
+  /**
+   * `principal` as the sessions of that principal on this node already hold it: one string for all
+   * of them, not one per `initialize` (an anonymous principal is built from the request's address).
+   */
+  #principal(principal: string): string {
+    const own = this.#byPrincipal.get(principal);
+    if (own === undefined) return principal;
+    for (const session of own) return session.principal;
+    return principal;
   }
 
   /** Ends `principal`'s least recently used sessions until it holds fewer than `maxSessionsPerPrincipal`. */
@@ -118,7 +130,7 @@ export class LegacySessions {
       }
       session = this.#sessions.get(id) ?? this.#adopt(record);
       if (session.stream === undefined) {
-        session.uris = [...record.subscriptions];
+        session.uris = record.subscriptions;
         session.lastActivity = record.lastActivity;
         if (record.streamNode !== undefined && record.streamNode !== null && record.streamNode !== this.#init.bus?.nodeId) {
           session.lastActivity = now; // a live stream elsewhere is activity
@@ -180,8 +192,7 @@ export class LegacySessions {
       }
       case 'unsubscribe': {
         session.uris = session.uris.filter((kept) => kept !== command.uri);
-        const pending = session.pending.get(command.uri);
-        if (pending !== undefined) pending.reason = 'resources/unsubscribe arrived';
+        cancelSubscribe(session, command.uri, 'resources/unsubscribe arrived');
         session.live.get(command.uri)?.unsubscribe();
         session.live.delete(command.uri);
         return;

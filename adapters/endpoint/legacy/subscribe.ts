@@ -5,7 +5,7 @@ import { MAX_URI_BYTES } from '../../../lib/filter.js';
 import { ErrorCode, exceedsBytes, JsonRpcError } from '../../../lib/jsonrpc.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { refusalError, type ResourceDecision } from '../authorize.js';
-import { establishSubscription, type SubscribeOutcome } from './establish.js';
+import { cancelSubscribe, establishSubscription, type SubscribeOutcome } from './establish.js';
 import type { LiveSession, StreamHandle } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 
@@ -34,11 +34,7 @@ export async function subscribe(init: LegacySessionsInit, session: LiveSession, 
 /** `resources/unsubscribe` (DESIGN L4): `{}`, also for a URI that was never subscribed. */
 export async function unsubscribe(init: LegacySessionsInit, session: LiveSession, params: Readonly<Record<string, unknown>> | undefined): Promise<object> {
   const uri = requireUri('resources/unsubscribe', params);
-  const pending = session.pending.get(uri);
-  if (pending !== undefined) {
-    pending.reason = 'resources/unsubscribe arrived';
-    session.pending.delete(uri);
-  }
+  cancelSubscribe(session, uri, 'resources/unsubscribe arrived');
   session.live.get(uri)?.unsubscribe();
   session.live.delete(uri);
   if (session.uris.includes(uri)) {
