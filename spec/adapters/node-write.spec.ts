@@ -22,6 +22,7 @@ const RESULT = 'event: message\ndata: {"jsonrpc":"2.0","id":7,"result":{"resultT
 const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
 
 interface Served {
+  readonly server: http.Server;
   readonly hub: Hub;
   readonly endpoint: McpEndpoint;
   readonly port: number;
@@ -38,6 +39,7 @@ async function serve(wrap?: (res: ServerResponse) => void, options: Partial<McpE
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
+    server,
     hub,
     endpoint,
     port: (server.address() as AddressInfo).port,
@@ -178,6 +180,21 @@ test('a client that stops reading, then reads again, gets the rest: the socket\'
     await eventually(() => queueTotals().bytes === 0, 5000, 'the queue written out after the drain');
     served.hub.notifyToolsChanged();
     await eventually(() => client.body.endsWith(chunk(TOOLS)), 5000, 'a notification after the client read again');
+    client.socket.destroy();
+  } finally {
+    await served.close();
+  }
+});
+
+test('the request body is read without leaving listeners on the request an SSE stream keeps for its whole life', async () => {
+  let request: http.IncomingMessage | undefined;
+  const served = await serve();
+  served.server.prependListener('request', (req: http.IncomingMessage) => (request = req));
+  try {
+    const client = new RawClient(served.port, listenRequest());
+    await eventually(() => client.body.includes('acknowledged'), 3000, 'the ack');
+    const listeners = Object.fromEntries(['data', 'end', 'error', 'close', 'readable', 'aborted'].map((event) => [event, request!.listenerCount(event)]));
+    assert.deepEqual(listeners, { data: 0, end: 0, error: 0, close: 0, readable: 0, aborted: 0 });
     client.socket.destroy();
   } finally {
     await served.close();
