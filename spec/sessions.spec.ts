@@ -3,7 +3,7 @@
 // SessionBus (a fleet in one process: what the Redis adapters do across processes).
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { BehaviorSubject } from 'rxjs';
+import { BehaviorSubject, type Observable } from 'rxjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
@@ -17,7 +17,7 @@ import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
 import { MemorySessionStore, type SessionBus, type SessionCommand } from '../lib/session.js';
 import { asyncLog } from './helpers/frames.js';
 import { startEndpoint, type TestServer } from './helpers/http.js';
-import { call, frameText, GetStream, INIT_HEADERS, initialize, nextTurn, rpcBody, send, sessionHeaders, updatedMessage } from './helpers/legacy.js';
+import { call, frameText, GetStream, INIT_HEADERS, initialize, listChangedMessage, nextTurn, rpcBody, send, sessionHeaders, updatedMessage } from './helpers/legacy.js';
 import { eventually } from './helpers/http.js';
 
 test('session options: defaults, and each bad value refused by name', () => {
@@ -265,6 +265,41 @@ test('an open session with its GET stream and a subscription keeps none of the r
   );
   stream.unsubscribe();
   endpoint.close();
+});
+
+/** Initializes a session in process and returns its GET stream's `open`, for a test to subscribe when it wants. */
+async function sessionStream(endpoint: McpEndpoint): Promise<(demand$: BehaviorSubject<boolean>) => Observable<Frame>> {
+  const init = await endpoint.handle(request('POST', { ...INIT_HEADERS }, rpcBody(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {} })));
+  const sessionId = (init as { headers: Record<string, string> }).headers['Mcp-Session-Id']!;
+  const response = await endpoint.handle(request('GET', { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' }));
+  return (response as Extract<EndpointResponse, { kind: 'stream' }>).open;
+}
+
+test('list changes: sessions share one hub registration per topic, and a session that starts listening within a storm still hears it', async () => {
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({ hub, capabilities: { tools: true } });
+  const openA = await sessionStream(endpoint);
+  const openB = await sessionStream(endpoint);
+  const a: Frame[] = [];
+  const b: Frame[] = [];
+  const messages = (frames: Frame[]) => frames.filter((frame) => frame.type === 'message').map((frame) => (frame as MessageFrame).message);
+  // All in one turn: A listens, a change, B starts listening, the same change again.
+  const streamA = openA(new BehaviorSubject(true)).subscribe((frame) => a.push(frame));
+  assert.equal(hub.size, { topics: 0, subscriptions: 1 }, 'one registration for the sessions');
+  hub.notifyToolsChanged();
+  const streamB = openB(new BehaviorSubject(true)).subscribe((frame) => b.push(frame));
+  assert.equal(hub.size, { topics: 0, subscriptions: 1 }, 'still one with two sessions');
+  hub.notifyToolsChanged();
+  // As for any subscriber that comes in between (HubOptions.coalesce): the run is not collapsed.
+  assert.equal(messages(a), [listChangedMessage('tools'), listChangedMessage('tools')], 'A heard both');
+  assert.equal(messages(b), [listChangedMessage('tools')], 'B, listening since the first, heard the second');
+  hub.notifyToolsChanged();
+  assert.equal(messages(b).length, 1, 'a third in the same turn is collapsed for both');
+  assert.equal(messages(a).length, 2);
+  streamA.unsubscribe();
+  streamB.unsubscribe();
+  endpoint.close();
+  assert.equal(hub.size, { topics: 0, subscriptions: 0 }, 'the registration goes with the last session that listens');
 });
 
 test.run();

@@ -6,7 +6,7 @@ import type { RequestContext } from '../../../lib/context.js';
 import type { Frame, MessageFrame } from '../../../lib/frame.js';
 import type { Slot } from '../../../lib/slots.js';
 import { channels, reportError } from '../../../lib/telemetry.js';
-import { endStream, type ListTopic, type LiveSession, scopesOf, StreamHandle } from './liveSession.js';
+import { endStream, type ListChanges, type LiveSession, scopesOf, StreamHandle } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError } from './subscribe.js';
 
@@ -19,8 +19,8 @@ const RESTORE_CONCURRENCY = 8;
  */
 export interface StreamOwner {
   readonly init: LegacySessionsInit;
-  /** The list-changed topics every session hears on its GET stream (those the server advertises). */
-  readonly listTopics: readonly ListTopic[];
+  /** The hub's list changes, for the sessions that listen. */
+  readonly lists: ListChanges;
   /** True once the sessions are closed (server shutdown): no stream opens, none waits for a reconnect. */
   isClosed(): boolean;
 }
@@ -80,7 +80,7 @@ function subscribeGetStream(
   claim(init, session);
   session.grace?.unsubscribe();
   session.grace = undefined;
-  session.listen(init.hub, owner.listTopics);
+  session.listen(owner.lists);
   const release = new GetStreamRelease(owner, handle);
   // The session's feed, its first stage registered on the session (the handle) directly.
   const feed$ = new StageObservable<Frame>((entry) => handle.attach(entry), noStages);
@@ -174,7 +174,7 @@ function detach(owner: StreamOwner, handle: StreamHandle): void {
   session.grace?.unsubscribe();
   session.grace = Clock.of(init.scheduler).after(init.options.sessionGracePeriod, () => {
     session.grace = undefined;
-    if (session.stream === undefined) session.sleep(init.hub);
+    if (session.stream === undefined) session.sleep(owner.lists);
   });
 }
 

@@ -86,8 +86,8 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
   readonly live = new UriTable<LiveSubscription>();
   /** Subscribes in progress, while there are some. */
   pending: UriTable<PendingSubscribe> | undefined = undefined;
-  /** The list-changed topics the session is registered on (while it has subscriptions live). */
-  listening: readonly ListTopic[] | undefined = undefined;
+  /** Whether the session hears the hub's list changes (while its GET stream is open or in its grace period). */
+  listening = false;
   /** The grace period after its GET stream ended, on the endpoint's clock. */
   grace: { unsubscribe(): void } | undefined = undefined;
   ended = false;
@@ -122,10 +122,9 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
     this.#uris = frozen(list);
   }
 
-  /** A list-changed notification from the hub (the session is registered on those topics directly). */
+  /** A list-changed notification from the hub (see {@link ListChanges}). */
   next(frame: MessageFrame): void {
-    // A delivery already under way when the session let go of the topics.
-    if (this.listening === undefined) return;
+    if (!this.listening) return;
     this.#deliver(frame);
   }
 
@@ -171,23 +170,24 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
     changed?.complete();
   }
 
-  /** Registers the session on the hub's list-changed `topics` (once). */
-  listen(hub: Hub, topics: readonly ListTopic[]): void {
-    if (this.listening !== undefined || topics.length === 0) return;
-    this.listening = topics;
-    for (const topic of topics) hub.attach(topic, undefined, this);
+  /** The session hears the hub's list changes from now on (idempotent). */
+  listen(lists: ListChanges): void {
+    if (this.listening || lists.topics.length === 0) return;
+    this.listening = true;
+    lists.add();
   }
 
   /**
    * Releases the session's live subscriptions (they stay on the record, restored on the next GET)
-   * and its list-changed registrations.
+   * and stops its list changes.
    */
-  sleep(hub: Hub): void {
+  sleep(lists: ListChanges): void {
     this.grace?.unsubscribe();
     this.grace = undefined;
-    const topics = this.listening;
-    this.listening = undefined;
-    if (topics !== undefined) for (const topic of topics) hub.detach(topic, undefined, this);
+    if (this.listening) {
+      this.listening = false;
+      lists.remove();
+    }
     for (const subscription of this.live.values()) subscription.unsubscribe();
     this.live.clear();
     cancelSubscribes(this, 'the GET stream closed');
@@ -195,6 +195,49 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
 }
 
 const NO_URIS: readonly string[] = Object.freeze([]);
+
+/**
+ * The hub's list-changed notifications for the sessions of one endpoint: one registration on each
+ * advertised list topic while some session listens (not one per session: an idle session costs no
+ * entry in the hub), handed to every session that listens, in the order the sessions were created.
+ * @internal
+ */
+export class ListChanges implements HubTarget {
+  #listening = 0;
+
+  constructor(
+    private readonly hub: Hub,
+    /** The list-changed topics the server advertises. */
+    readonly topics: readonly ListTopic[],
+    private readonly sessions: ReadonlyMap<string, LiveSession>,
+  ) {}
+
+  /** One more session listens. */
+  add(): void {
+    this.#listening++;
+    // Registered again for each newcomer (a no-op for the hub's set): the hub then does not
+    // collapse an identical notification the newcomer has not heard yet (HubOptions.coalesce).
+    for (const topic of this.topics) this.hub.attach(topic, undefined, this);
+  }
+
+  /** One session fewer listens; the last one takes the registrations away. */
+  remove(): void {
+    if (--this.#listening > 0) return;
+    for (const topic of this.topics) this.hub.detach(topic, undefined, this);
+  }
+
+  next(frame: MessageFrame): void {
+    for (const session of this.sessions.values()) {
+      if (!session.listening) continue;
+      // A failing session must not stop delivery to the others (what the hub does per registration).
+      try {
+        session.next(frame);
+      } catch (error) {
+        reportError('hub', error);
+      }
+    }
+  }
+}
 
 function frozen(list: readonly string[]): readonly string[] {
   return Object.isFrozen(list) ? list : list.length === 0 ? NO_URIS : Object.freeze(list.slice());

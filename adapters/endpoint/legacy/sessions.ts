@@ -11,7 +11,7 @@ import { reportError } from '../../../lib/telemetry.js';
 import { initializeResult } from '../discover.js';
 import { openGetStream, type StreamOwner } from './getStream.js';
 import { cancelSubscribe } from './establish.js';
-import { endStream, type ListTopic, LiveSession } from './liveSession.js';
+import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
 
@@ -40,6 +40,7 @@ export class LegacySessions {
 
   readonly #disconnect: (() => void) | undefined;
   readonly #owner: StreamOwner;
+  readonly #lists: ListChanges;
 
   constructor(init: LegacySessionsInit) {
     this.#init = init;
@@ -48,7 +49,8 @@ export class LegacySessions {
     if (capabilities.tools) listTopics.push('tools');
     if (capabilities.prompts) listTopics.push('prompts');
     if (capabilities.resources) listTopics.push('resources');
-    this.#owner = { init, listTopics: Object.freeze(listTopics), isClosed: () => this.#closed };
+    this.#lists = new ListChanges(init.hub, Object.freeze(listTopics), this.#sessions);
+    this.#owner = { init, lists: this.#lists, isClosed: () => this.#closed };
     this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
   }
 
@@ -57,7 +59,7 @@ export class LegacySessions {
     let subscriptions = 0;
     for (const session of this.#sessions.values()) {
       if (session.stream !== undefined) streams++;
-      subscriptions += session.live.size + (session.listening === undefined ? 0 : 1);
+      subscriptions += session.live.size + (session.listening ? 1 : 0);
     }
     return { sessions: this.#sessions.size, streams, subscriptions };
   }
@@ -215,7 +217,7 @@ export class LegacySessions {
     this.#disconnect?.();
     for (const session of this.#sessions.values()) {
       endStream(session);
-      session.sleep(this.#init.hub);
+      session.sleep(this.#lists);
     }
   }
 
@@ -248,7 +250,7 @@ export class LegacySessions {
   /** Ends what this node holds of a session (stream, subscriptions, timers); the record is left alone. */
   #forget(session: LiveSession): void {
     session.finish();
-    session.sleep(this.#init.hub);
+    session.sleep(this.#lists);
     endStream(session);
     if (this.#sessions.get(session.id) === session) this.#sessions.delete(session.id);
     const own = this.#byPrincipal.get(session.principal);
