@@ -147,18 +147,20 @@ const BUSY_BYTES = 65_536;
 const PROBE_DELAY_MS = 50;
 
 /**
- * The streams of each connection: one `'close'` listener per socket, however many streaming
- * responses are pipelined on it.
+ * The streams queued on each connection behind the response it is serving (pipelined on a
+ * keep-alive connection): such a response hears no `'close'` of its own until the connection
+ * serves it, so its connection is watched, with one `'close'` listener per socket however many
+ * wait. A response the connection serves hears its connection close itself.
  */
-const streamsOf = new WeakMap<Socket, Set<SseWriter>>();
+const queuedOn = new WeakMap<Socket, Set<SseWriter>>();
 
 function watch(socket: Socket, writer: SseWriter): void {
-  let writers = streamsOf.get(socket);
+  let writers = queuedOn.get(socket);
   if (writers === undefined) {
     const set = (writers = new Set());
-    streamsOf.set(socket, set);
+    queuedOn.set(socket, set);
     socket.once('close', () => {
-      streamsOf.delete(socket);
+      queuedOn.delete(socket);
       for (const each of Array.from(set)) each.connectionClosed();
     });
   }
@@ -166,7 +168,7 @@ function watch(socket: Socket, writer: SseWriter): void {
 }
 
 function unwatch(socket: Socket, writer: SseWriter): void {
-  streamsOf.get(socket)?.delete(writer);
+  queuedOn.get(socket)?.delete(writer);
 }
 
 /**
@@ -189,16 +191,12 @@ class SseWriter extends Subscriber<Frame> {
   private pending = '';
   private scheduled = false;
   private probing = false;
-  // Set while a 'drain' listener of this stream's own socket writes is registered.
-  private drainWatched = false;
-  private readonly onDrain = () => {
-    this.drainWatched = false;
-    try {
-      this.demand.next(true);
-    } catch (error) {
-      this.fail(error);
-    }
-  };
+  // Whether the response's or the socket's 'drain' is listened to (after a write left the client
+  // busy), and the listener, made then: most streams never wait for a drain.
+  private resDrainWatched = false;
+  private socketDrainWatched = false;
+  private queued = false;
+  private drainListener: (() => void) | undefined = undefined;
   private readonly onClose = () => this.connectionClosed();
 
   constructor(
@@ -207,19 +205,47 @@ class SseWriter extends Subscriber<Frame> {
     private readonly graceMs: number,
   ) {
     super();
-    res.on('drain', this.onDrain);
-    res.once('close', this.onClose);
-    watch(socket, this);
+    // 'on', not 'once' (no wrapper per stream): connectionClosed is idempotent.
+    res.on('close', this.onClose);
+    if (res.socket !== socket) {
+      this.queued = true;
+      watch(socket, this);
+    }
   }
 
   // An override rather than an added teardown: no closure per stream.
   override unsubscribe(): void {
     if (this.closed) return;
     super.unsubscribe();
-    this.res.off('drain', this.onDrain);
-    this.socket.off('drain', this.onDrain);
+    if (this.drainListener !== undefined) {
+      this.res.off('drain', this.drainListener);
+      this.socket.off('drain', this.drainListener);
+    }
     this.res.off('close', this.onClose);
-    unwatch(this.socket, this);
+    if (this.queued) unwatch(this.socket, this);
+  }
+
+  /** Tells the stream the client is busy, and listens for the drain that ends it (once per emitter). */
+  private busy(onSocket: boolean): void {
+    const listener = (this.drainListener ??= () => this.drained());
+    if (onSocket && !this.socketDrainWatched) {
+      this.socketDrainWatched = true;
+      this.socket.once('drain', listener);
+    } else if (!onSocket && !this.resDrainWatched) {
+      this.resDrainWatched = true;
+      this.res.on('drain', listener);
+    }
+    this.demand.next(false);
+  }
+
+  private drained(): void {
+    // The socket's listener was a 'once'; the response's stays for the next time.
+    this.socketDrainWatched = false;
+    try {
+      this.demand.next(true);
+    } catch (error) {
+      this.fail(error);
+    }
   }
 
   /** The client went away (the response or its connection closed): nothing more is written. */
@@ -277,13 +303,9 @@ class SseWriter extends Subscriber<Frame> {
         // tick to uncork and its four-buffer writev per stream (the cost of a frame at 1 per turn).
         const { socket } = this;
         if (!socket.write(this.res.chunkedEncoding ? `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n` : text) && socket.writableLength >= BUSY_BYTES) {
-          if (!this.drainWatched) {
-            this.drainWatched = true;
-            socket.once('drain', this.onDrain);
-          }
-          this.demand.next(false);
+          this.busy(true);
         }
-      } else if (!this.res.write(text) && this.res.writableLength >= BUSY_BYTES) this.demand.next(false);
+      } else if (!this.res.write(text) && this.res.writableLength >= BUSY_BYTES) this.busy(false);
     } catch (error) {
       this.fail(error);
     }
