@@ -116,6 +116,13 @@ function stream(response: Extract<EndpointResponse, { kind: 'stream' }>, socket:
 /** node's own `ServerResponse.write`: a response whose `write` is another (middleware) is written through it. */
 const NODE_WRITE = ServerResponse.prototype.write;
 
+/**
+ * Whether a response's socket is the connection itself, so that a stream may write its HTTP chunks
+ * there: on Node. Bun's and Deno's `node:http` hand out a socket that is not the wire, so there
+ * every frame goes through `res.write`.
+ */
+const SOCKET_IS_WIRE = typeof process.versions.bun !== 'string' && typeof process.versions.deno !== 'string';
+
 // The streams that got frames in this tick, written out together on the next one.
 let dirty: SseWriter[] = [];
 
@@ -319,7 +326,7 @@ class SseWriter extends Subscriber<Frame> {
    */
   private ownsSocket(): boolean {
     const { res, socket } = this;
-    return res.write === NODE_WRITE && res.socket === socket && res.headersSent && res.writableLength === socket.writableLength && !socket.destroyed;
+    return SOCKET_IS_WIRE && res.write === NODE_WRITE && res.socket === socket && res.headersSent && res.writableLength === socket.writableLength && !socket.destroyed;
   }
 
   protected override _next(frame: Frame): void {

@@ -1,7 +1,10 @@
 import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
-import { startRuntimeServer, type Runtime, type RuntimeServer } from '../fixtures/servers/launch.mjs';
+import { runtimeBinary, startRuntimeServer, type Runtime, type RuntimeServer } from '../fixtures/servers/launch.mjs';
 import { ArrivingText, LISTEN_HEADERS, listenBody } from '../helpers/http.js';
 import { call, frameText, GetStream, initialize, listChangedMessage, primingText, send, updatedMessage } from '../helpers/legacy.js';
 
@@ -12,6 +15,8 @@ import { call, frameText, GetStream, initialize, listChangedMessage, primingText
 // byte for byte. A runtime whose binary is missing fails here with the reason, it is not skipped.
 
 const SUB_ID = 'io.modelcontextprotocol/subscriptionId';
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PROBE = path.join(ROOT, 'spec/fixtures/servers/node-handler-probe.mjs');
 const frame = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
 const ack = (id: unknown, notifications: unknown) =>
   frame({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications, _meta: { [SUB_ID]: id } } });
@@ -165,6 +170,13 @@ for (const runtime of ['bun', 'deno'] as const satisfies readonly Runtime[]) {
     await second.untilEnded(5000);
     assert.ok(second.endedCleanly, 'DELETE ends the GET stream cleanly');
     await statsUntil(server, (s) => s.sessions === 0 && s.streams === 0 && s.sessionSubscriptions === 0, 'the session to be released');
+  });
+
+  test(`${runtime}: nodeHandler on its node:http writes the same bytes (its socket is not the wire: every frame through res.write)`, () => {
+    const args = runtime === 'bun' ? [PROBE] : ['run', '--quiet', '--no-lock', '--allow-net=127.0.0.1', '--allow-read', '--allow-env', '--allow-sys', PROBE];
+    const run = spawnSync(runtimeBinary(runtime), args, { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(JSON.parse(run.stdout), ack(7, { toolsListChanged: true }) + tagged(7, 'notifications/tools/list_changed') + closing(7, 'shutdown'));
   });
 
   test.run();
