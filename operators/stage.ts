@@ -84,7 +84,7 @@ class SourceSubscriber<T> extends Subscriber<T> {
 export class StageChain implements Downstream<unknown> {
   private readonly stages: readonly Stage<any, any>[];
   private readonly sink: Subscriber<any>;
-  private source: { unsubscribe(): void } | undefined;
+  private source: SourceRegistration | undefined;
   /** Stages with an index below this one have been disposed. */
   private live = 0;
   /** A stage ended everything above it ({@link StageChain.cut}). */
@@ -128,11 +128,14 @@ export class StageChain implements Downstream<unknown> {
 
   /**
    * Stops everything above the stage at `index`: the stages before it are disposed and the source
-   * is unsubscribed; that stage and those after it go on (to write closing frames, say).
+   * is unsubscribed (or told it is cut, see {@link SourceRegistration}); that stage and those after
+   * it go on (to write closing frames, say).
    */
   cut(index: number): void {
     this.severed = true;
-    this.source?.unsubscribe();
+    const source = this.source;
+    if (source?.cut !== undefined) source.cut();
+    else source?.unsubscribe();
     for (let i = this.live; i < index; i++) this.stages[i]!.dispose();
     if (index > this.live) this.live = index;
   }
@@ -172,8 +175,19 @@ export class StageChain implements Downstream<unknown> {
   }
 }
 
+/**
+ * What a source registered by a function returns (see {@link StageChain.run}): `unsubscribe` is
+ * called when the chain is torn down; `cut`, if it has one, is called instead when a stage ends
+ * everything above it while the stream goes on writing what it holds (`unsubscribe` follows at the
+ * teardown). A registration can so also be what the stream releases when it has ended. @internal
+ */
+export interface SourceRegistration {
+  unsubscribe(): void;
+  cut?(): void;
+}
+
 /** What a chain's source can be (see {@link StageChain.run}). @internal */
-export type StageSource = Observable<unknown> | ((entry: { next(value: unknown): void; complete(): void }) => { unsubscribe(): void });
+export type StageSource = Observable<unknown> | ((entry: { next(value: unknown): void; complete(): void }) => SourceRegistration);
 
 /**
  * The Observable a stage operator returns: its source and how to make its stages. Piping another

@@ -3,7 +3,7 @@
 // SessionBus (a fleet in one process: what the Redis adapters do across processes).
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { BehaviorSubject, type Observable } from 'rxjs';
+import { BehaviorSubject, type Observable, of } from 'rxjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
@@ -11,6 +11,7 @@ import type { EndpointResponse } from '../adapters/endpoint/responses.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame, MessageFrame } from '../lib/frame.js';
+import type { PrincipalCap } from '../lib/principals.js';
 import { Hub } from '../lib/hub.js';
 import { resolveSessionOptions } from '../adapters/endpoint/legacy/sessionOptions.js';
 import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';
@@ -300,6 +301,26 @@ test('list changes: sessions share one hub registration per topic, and a session
   streamB.unsubscribe();
   endpoint.close();
   assert.equal(hub.size, { topics: 0, subscriptions: 0 }, 'the registration goes with the last session that listens');
+});
+
+test('a GET stream closed as it opens (a cap that supersedes it at once) gives back its slot and its place', async () => {
+  let released = 0;
+  // A cluster-wide cap (PrincipalCap) may tell a stream it is superseded as soon as it subscribes.
+  const principals: PrincipalCap = {
+    maxPerPrincipal: 1,
+    size: 0,
+    count: () => 0,
+    admit: () => ({ superseded$: of(undefined), release: () => void released++ }),
+  };
+  const endpoint = new McpEndpoint({ hub: new Hub(), principals });
+  const open = await sessionStream(endpoint);
+  let completed = false;
+  open(new BehaviorSubject(true)).subscribe({ complete: () => (completed = true) });
+  assert.ok(completed, 'the stream ended at once');
+  assert.is(endpoint.stats.streams, 0);
+  assert.is(endpoint.stats.slots, 0, 'its slot is given back');
+  assert.ok(released > 0, 'its place in the cap is given back');
+  endpoint.close();
 });
 
 test.run();

@@ -1,12 +1,13 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { sessionPipeline, type SessionPipelineInit } from '../../../operators/sessionPipeline.js';
-import { StageObservable } from '../../../operators/stage.js';
+import { type SourceRegistration, StageObservable } from '../../../operators/stage.js';
 import { Clock } from '../../../lib/clock.js';
 import type { RequestContext } from '../../../lib/context.js';
 import type { Frame, MessageFrame } from '../../../lib/frame.js';
+import type { Admission } from '../../../lib/principals.js';
 import type { Slot } from '../../../lib/slots.js';
 import { channels, reportError } from '../../../lib/telemetry.js';
-import { endStream, type ListChanges, type LiveSession, scopesOf, StreamHandle } from './liveSession.js';
+import { endStream, type FeedEntry, type ListChanges, type LiveSession, scopesOf, type SessionStream } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError } from './subscribe.js';
 
@@ -54,7 +55,7 @@ function subscribeGetStream(
   shutdown$: Observable<void>,
   demand$: Observable<boolean>,
   subscriber: Subscriber<Frame>,
-): GetStreamRelease | undefined {
+): void {
   const { init } = owner;
   const { scheduler } = init;
   const expiry = context.auth.expiresAt;
@@ -62,7 +63,7 @@ function subscribeGetStream(
   if (session.ended || owner.isClosed() || (expiry !== undefined && expiry <= scheduler.now())) {
     slot.release();
     subscriber.complete();
-    return undefined;
+    return;
   }
   // The GET this one replaces leaves the principal's count before this one is admitted.
   endStream(session);
@@ -73,7 +74,7 @@ function subscribeGetStream(
   const unrestored = session.uris.filter((uri) => session.live.get(uri) === undefined);
   // The request's context is kept only where a subscribe can still come for the stream's principal
   // (a fleet relays them); a fresh session's stream (nothing to restore) holds none of the request.
-  const handle = new StreamHandle(session, admission, slot, init.bus === undefined ? undefined : context);
+  const handle = new StreamHandle(owner, session, admission, slot, init.bus === undefined ? undefined : context);
   session.stream = handle;
   session.scopes = scopesOf(context);
   session.announce();
@@ -81,7 +82,6 @@ function subscribeGetStream(
   session.grace?.unsubscribe();
   session.grace = undefined;
   session.listen(owner.lists);
-  const release = new GetStreamRelease(owner, handle);
   // The session's feed, its first stage registered on the session (the handle) directly.
   const feed$ = new StageObservable<Frame>((entry) => handle.attach(entry), noStages);
   let stream$: Observable<Frame>;
@@ -110,12 +110,12 @@ function subscribeGetStream(
       }),
     );
   } catch (error) {
-    release.unsubscribe();
+    handle.unsubscribe();
     throw error;
   }
   stream$.subscribe(subscriber);
-  // Released after the stream's own teardown (added after it subscribed), as `finalize` would.
-  return release;
+  // A stream closed as it opened never registers its feed: nothing else would give back what it holds.
+  if (!handle.attached) handle.unsubscribe();
 }
 
 function noStages(): [] {
@@ -136,18 +136,51 @@ function onRestoreError(uri: string, error: unknown): void {
   reportError('source', new RestoreError(uri, error));
 }
 
-/** What an open GET stream gives back when it has ended, whatever the reason. */
-class GetStreamRelease {
+const ATTACHED = 1;
+const RELEASED = 2;
+
+/**
+ * A GET stream of a session, the one object the endpoint keeps for it: its pipeline's source (the
+ * session registers the pipeline's first stage through it) and what the stream gives back once it
+ * has ended. A close trigger cuts it (the session lets go of the stream at once, its place in the
+ * principal's cap too, while the stream writes what it holds); the pipeline's teardown, whatever
+ * the reason, unsubscribes it: the slot is given back and the session waits for a reconnect.
+ */
+class StreamHandle implements SessionStream, SourceRegistration {
+  entry: FeedEntry | undefined = undefined;
+  #state = 0;
+
   constructor(
     private readonly owner: StreamOwner,
-    private readonly handle: StreamHandle,
+    readonly session: LiveSession,
+    readonly admission: Admission,
+    private readonly slot: Slot,
+    readonly context: RequestContext | undefined,
   ) {}
 
+  /** True once the pipeline registered its first stage. */
+  get attached(): boolean {
+    return (this.#state & ATTACHED) !== 0;
+  }
+
+  /** Registers the pipeline's first stage as the session's feed (completed at once if the stream already ended). */
+  attach(entry: FeedEntry): StreamHandle {
+    this.#state |= ATTACHED;
+    if (this.session.stream === this) this.entry = entry;
+    else entry.complete();
+    return this;
+  }
+
+  cut(): void {
+    endStream(this.session, this);
+  }
+
   unsubscribe(): void {
-    const { handle } = this;
-    handle.admission.release();
-    handle.slot.release();
-    detach(this.owner, handle);
+    if ((this.#state & RELEASED) !== 0) return;
+    this.#state |= RELEASED;
+    this.admission.release();
+    this.slot.release();
+    detach(this.owner, this);
   }
 }
 

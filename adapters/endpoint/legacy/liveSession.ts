@@ -7,7 +7,6 @@ import type { Hub, HubTarget } from '../../../lib/hub.js';
 import type { Admission } from '../../../lib/principals.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
-import type { Slot } from '../../../lib/slots.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from './establish.js';
 
@@ -28,40 +27,17 @@ export interface FeedEntry {
   complete(): void;
 }
 
-/**
- * A GET stream of a session: the session's live frames go to its pipeline (`entry`) until it is
- * ended. It is also the pipeline's source registration: a close trigger that cuts the pipeline's
- * source unsubscribes it, and the session lets go of the stream at once (its place in the
- * principal's cap too) while the pipeline writes what it holds.
- * @internal
- */
-export class StreamHandle {
-  /** The pipeline's first stage, once the pipeline is subscribed. */
-  entry: FeedEntry | undefined = undefined;
-
-  constructor(
-    readonly session: LiveSession,
-    /** Its place in the principal's cap: given back as soon as the stream is ended. */
-    readonly admission: Admission,
-    /** Its server-wide slot: given back when the pipeline has written everything and ended. */
-    readonly slot: Slot,
-    /**
-     * The GET request's context, whose principal the subscribes relayed from another node of a
-     * fleet run as; kept in a fleet only.
-     */
-    readonly context: RequestContext | undefined,
-  ) {}
-
-  /** Registers the pipeline's first stage as the session's feed (nothing if the stream already ended). */
-  attach(entry: FeedEntry): StreamHandle {
-    if (this.session.stream === this) this.entry = entry;
-    else entry.complete();
-    return this;
-  }
-
-  unsubscribe(): void {
-    endStream(this.session, this);
-  }
+/** A GET stream of a session, as the session sees it (the endpoint's is a `StreamHandle`). @internal */
+export interface SessionStream {
+  /** The pipeline's first stage, once the pipeline is subscribed: where the session's frames go. */
+  entry: FeedEntry | undefined;
+  /** Its place in the principal's cap: given back as soon as the stream is ended. */
+  readonly admission: Admission;
+  /**
+   * The GET request's context, whose principal the subscribes relayed from another node of a
+   * fleet run as; kept in a fleet only.
+   */
+  readonly context: RequestContext | undefined;
 }
 
 /**
@@ -82,7 +58,7 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
   #uris: readonly string[];
   lastActivity: number;
   readonly log: EventLog;
-  stream: StreamHandle | undefined = undefined;
+  stream: SessionStream | undefined = undefined;
   readonly live = new UriTable<LiveSubscription>();
   /** Subscribes in progress, while there are some. */
   pending: UriTable<PendingSubscribe> | undefined = undefined;
@@ -252,7 +228,7 @@ function reportSourceError(error: unknown): void {
  * completes. Idempotent.
  * @internal
  */
-export function endStream(session: LiveSession, handle: StreamHandle | undefined = session.stream): void {
+export function endStream(session: LiveSession, handle: SessionStream | undefined = session.stream): void {
   if (handle === undefined || session.stream !== handle) return;
   session.stream = undefined;
   handle.admission.release();

@@ -6,7 +6,7 @@ import { ErrorCode, exceedsBytes, JsonRpcError } from '../../../lib/jsonrpc.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { refusalError, type ResourceDecision } from '../authorize.js';
 import { cancelSubscribe, establishSubscription, type SubscribeOutcome } from './establish.js';
-import type { LiveSession, StreamHandle } from './liveSession.js';
+import type { LiveSession, SessionStream } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 
 const STREAM_REQUIRED = 'open the GET SSE stream before subscribing to resources';
@@ -79,7 +79,7 @@ function checkCap(init: LegacySessionsInit, session: LiveSession, uri: string): 
  * another node); a URI no longer subscribable or readable leaves the record.
  * @throws the JSON-RPC error of a failed or cancelled restore (the URI stays on the record).
  */
-export async function restore(init: LegacySessionsInit, session: LiveSession, uri: string, stream: StreamHandle, context: RequestContext): Promise<void> {
+export async function restore(init: LegacySessionsInit, session: LiveSession, uri: string, stream: SessionStream, context: RequestContext): Promise<void> {
   const outcome = await establish(init, session, uri, stream, context);
   if (outcome === undefined) return;
   if (outcome.drop) {
@@ -94,7 +94,7 @@ export async function restore(init: LegacySessionsInit, session: LiveSession, ur
  * Subscribes `uri`'s change source into the session's feed, as the principal of `context`, and
  * persists it. A subscribe made for a GET stream that has ended meanwhile is cancelled.
  */
-function establish(init: LegacySessionsInit, session: LiveSession, uri: string, stream: StreamHandle, context: RequestContext): Promise<SubscribeOutcome> {
+function establish(init: LegacySessionsInit, session: LiveSession, uri: string, stream: SessionStream, context: RequestContext): Promise<SubscribeOutcome> {
   return establishSubscription(session, init.access, uri, context, {
     interrupted: () => (session.stream !== stream ? 'the GET stream closed' : undefined),
     persist: async () => {
