@@ -131,14 +131,12 @@ const NO_FRAMES: readonly Frame[] = Object.freeze([]);
  */
 class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
   readonly deadlines: readonly Deadline[];
-  readonly signals: readonly Observable<unknown>[];
-  readonly signalReasons: readonly CloseReason[];
-  readonly direct: number;
-  readonly directDemand: boolean;
   readonly lastEventId: string | undefined;
   readonly log: EventLog;
   readonly demand$: Observable<boolean>;
   readonly restore: RestorePlan | undefined;
+  readonly #supersede$: Observable<unknown> | undefined;
+  readonly #shutdown$: Observable<unknown> | undefined;
   readonly #onClose: ((reason: CloseReason) => void) | undefined;
 
   constructor(
@@ -148,12 +146,9 @@ class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
     const { lifetime, clock } = settings;
     // The order of the composition: lifetime, then token expiry (a tie closes with the first).
     this.deadlines = init.expiresAt === undefined ? lifetime : [lifetime[0]!, { kind: 'deadline', reason: 'token_expired', clock, at: init.expiresAt }];
-    const { supersede$, shutdown$ } = init;
-    this.signals = supersede$ !== undefined ? (shutdown$ !== undefined ? [supersede$, shutdown$] : [supersede$]) : shutdown$ !== undefined ? [shutdown$] : NO_SIGNALS;
-    this.signalReasons = supersede$ !== undefined ? SIGNAL_REASONS : SHUTDOWN_ONLY;
-    this.direct = directSignals(this.signals, init.demand$);
+    this.#supersede$ = init.supersede$;
+    this.#shutdown$ = init.shutdown$;
     this.demand$ = init.demand$;
-    this.directDemand = init.demand$ instanceof Broadcast;
     this.lastEventId = init.lastEventId;
     this.log = init.log;
     const restore = init.restore;
@@ -161,6 +156,22 @@ class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
     this.#onClose = init.onClose;
   }
 
+  // The signals as the close stage reads them (when it opens, closes, or hears one): made when read,
+  // so that an idle stream holds its two signals and no list of them.
+  get signals(): readonly Observable<unknown>[] {
+    const supersede$ = this.#supersede$;
+    const shutdown$ = this.#shutdown$;
+    return supersede$ !== undefined ? (shutdown$ !== undefined ? [supersede$, shutdown$] : [supersede$]) : shutdown$ !== undefined ? [shutdown$] : NO_SIGNALS;
+  }
+  get signalReasons(): readonly CloseReason[] {
+    return this.#supersede$ !== undefined ? SIGNAL_REASONS : SHUTDOWN_ONLY;
+  }
+  get direct(): number {
+    return directSignals(this.signals, this.demand$);
+  }
+  get directDemand(): boolean {
+    return this.demand$ instanceof Broadcast;
+  }
   get clock(): Clock {
     return this.settings.clock;
   }
