@@ -287,31 +287,31 @@ class SourceSubscription extends Subscriber<unknown> implements LiveSubscription
       this.unsubscribe();
       throw failure.error;
     }
-    if ((phase & EMITTED_EARLY) !== 0) this.#hand();
+    if ((phase & EMITTED_EARLY) !== 0) this.hand();
   }
 
   protected override _next(value: unknown): void {
     if (!mayReceiveValue(value, this.scopes)) return;
     if ((this.#phase & SUBSCRIBING) !== 0) this.#phase |= EMITTED_EARLY;
-    else this.#hand();
+    else this.hand();
   }
 
   protected override _error(error: unknown): void {
     if ((this.#phase & SUBSCRIBING) !== 0) this.#failure = { error };
     else reportError('source', error);
-    this.#forget();
+    this.forget();
   }
 
   protected override _complete(): void {
-    this.#forget();
+    this.forget();
   }
 
-  #hand(): void {
+  private hand(): void {
     this.holder.resourceUpdated((this.#frame ??= resourceUpdatedFrame(this.uri)), this.uri);
   }
 
   /** The source ended: the session no longer holds this subscription (the URI stays on its record). */
-  #forget(): void {
+  private forget(): void {
     this.unsubscribe();
     if (this.holder.live.get(this.uri) === this) this.holder.live.delete(this.uri);
   }

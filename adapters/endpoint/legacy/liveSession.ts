@@ -62,11 +62,11 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
   readonly live = new UriTable<LiveSubscription>();
   /** Subscribes in progress, while there are some. */
   pending: UriTable<PendingSubscribe> | undefined = undefined;
-  /** Whether the session hears the hub's list changes (while its GET stream is open or in its grace period). */
-  listening = false;
+
   /** The grace period after its GET stream ended, on the endpoint's clock. */
   grace: { unsubscribe(): void } | undefined = undefined;
-  ended = false;
+  // ENDED and LISTENING: one field for both.
+  #flags = 0;
   /**
    * The read scopes of the principal as of its latest GET stream (empty until one opens): a
    * notification published with a scope outside them is never stamped nor written.
@@ -98,18 +98,29 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
     this.#uris = frozen(list);
   }
 
+  /** True once the session has ended (deleted, evicted, taken over by another node). */
+  get ended(): boolean {
+    return (this.#flags & ENDED) !== 0;
+  }
+
+  /** Whether the session hears the hub's list changes (while its GET stream is open or in its grace period). */
+  get listening(): boolean {
+    return (this.#flags & LISTENING) !== 0;
+  }
+
   /** A list-changed notification from the hub (see {@link ListChanges}). */
   next(frame: MessageFrame): void {
-    if (!this.listening) return;
-    this.#deliver(frame);
+    if ((this.#flags & LISTENING) === 0) return;
+    this.deliver(frame);
   }
 
   /** A change of a subscribed resource (its scope was checked against the subscriber's already). */
   resourceUpdated(frame: MessageFrame): void {
-    this.#deliver(frame);
+    this.deliver(frame);
   }
 
-  #deliver(frame: MessageFrame): void {
+  // Not a #private method: those cost every instance a field (their brand).
+  private deliver(frame: MessageFrame): void {
     // A storm of identical notifications (1000 tools/list_changed from a registry's loop) reaches
     // a session once (the hub collapses it, HubOptions.coalesce), so a collapsed one takes no id.
     if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
@@ -139,7 +150,7 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
 
   /** Marks the session ended and tells whoever waits in {@link changes}. */
   finish(): void {
-    this.ended = true;
+    this.#flags |= ENDED;
     const changed = this.#changed;
     this.#changed = undefined;
     changed?.next();
@@ -149,7 +160,7 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
   /** The session hears the hub's list changes from now on (idempotent). */
   listen(lists: ListChanges): void {
     if (this.listening || lists.topics.length === 0) return;
-    this.listening = true;
+    this.#flags |= LISTENING;
     lists.add();
   }
 
@@ -161,7 +172,7 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
     this.grace?.unsubscribe();
     this.grace = undefined;
     if (this.listening) {
-      this.listening = false;
+      this.#flags &= ~LISTENING;
       lists.remove();
     }
     for (const subscription of this.live.values()) subscription.unsubscribe();
@@ -171,6 +182,8 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
 }
 
 const NO_URIS: readonly string[] = Object.freeze([]);
+const ENDED = 1;
+const LISTENING = 2;
 
 /**
  * The hub's list-changed notifications for the sessions of one endpoint: one registration on each
