@@ -1,6 +1,6 @@
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { Subscriber } from 'rxjs';
+import { Subscriber, type TeardownLogic } from 'rxjs';
 import { Broadcast } from '../lib/broadcast.js';
 import { encodeFrame, KEEP_ALIVE_TEXT } from '../lib/encode.js';
 import type { Frame } from '../lib/frame.js';
@@ -220,10 +220,31 @@ class SseWriter extends Subscriber<Frame> {
     }
   }
 
+  // The stream's teardown, held here: RxJS would make a finalizer array (17 slots) for it.
+  private teardown: TeardownLogic = undefined;
+
+  override add(teardown: TeardownLogic): void {
+    if (this.teardown === undefined && !this.closed && teardown !== undefined && teardown !== null && teardown !== this) {
+      this.teardown = teardown;
+      return;
+    }
+    super.add(teardown);
+  }
+
   // An override rather than an added teardown: no closure per stream.
   override unsubscribe(): void {
     if (this.closed) return;
     super.unsubscribe();
+    const teardown = this.teardown;
+    this.teardown = undefined;
+    if (teardown !== undefined) {
+      try {
+        if (typeof teardown === 'function') teardown();
+        else if (teardown !== null && 'unsubscribe' in teardown) teardown.unsubscribe();
+      } catch (error) {
+        reportError('adapter', error);
+      }
+    }
     if (this.drainListener !== undefined) {
       this.res.off('drain', this.drainListener);
       this.socket.off('drain', this.drainListener);

@@ -21,7 +21,8 @@ export interface Slot {
  */
 export class StreamSlots {
   readonly capacity: number;
-  #inUse = 0;
+  // Shared with the held slots, which give their place back through it.
+  readonly #count: Count = { inUse: 0 };
 
   constructor(capacity = 1000) {
     if (!Number.isSafeInteger(capacity) || capacity <= 0) throw new InvalidOptionError('maxStreams', 'a positive integer', capacity);
@@ -30,20 +31,33 @@ export class StreamSlots {
 
   /** How many slots are held now. */
   get inUse(): number {
-    return this.#inUse;
+    return this.#count.inUse;
   }
 
   /** Takes a slot, or returns `undefined` when all are held. */
   tryAcquire(): Slot | undefined {
-    if (this.#inUse >= this.capacity) return undefined;
-    this.#inUse++;
-    let held = true;
-    return {
-      release: () => {
-        if (!held) return;
-        held = false;
-        this.#inUse--;
-      },
-    };
+    if (this.#count.inUse >= this.capacity) return undefined;
+    this.#count.inUse++;
+    return new HeldSlot(this.#count);
+  }
+}
+
+interface Count {
+  inUse: number;
+}
+
+// One small object per held slot (idle streams are many): no closure and its context.
+class HeldSlot implements Slot {
+  #count: Count | undefined;
+
+  constructor(count: Count) {
+    this.#count = count;
+  }
+
+  release(): void {
+    const count = this.#count;
+    if (count === undefined) return;
+    this.#count = undefined;
+    count.inUse--;
   }
 }
