@@ -178,6 +178,13 @@ function unwatch(socket: Socket, writer: SseWriter): void {
   queuedOn.get(socket)?.delete(writer);
 }
 
+const GONE = 1;
+const SCHEDULED = 2;
+const PROBING = 4;
+const QUEUED = 8;
+const RES_DRAIN_WATCHED = 16;
+const SOCKET_DRAIN_WATCHED = 32;
+
 /**
  * Writes one stream's frames to its response and reports the socket's demand back. One object
  * per stream (a Subscriber, not an observer object with closures): idle streams are many.
@@ -190,19 +197,19 @@ function unwatch(socket: Socket, writer: SseWriter): void {
 class SseWriter extends Subscriber<Frame> {
   /** `false` when `write()` returned false, `true` on `'drain'`. */
   readonly demand = new Broadcast<boolean>();
-  /** Set when the connection closed. */
-  gone = false;
   // The frames a stream gets within one tick (a burst of publishes, a notification and its
   // keep-alive) go out as one write: one HTTP chunk and one syscall instead of one per frame.
   // At most WRITE_CHUNK of them wait: once a write returns false the stream queues upstream.
   private pending = '';
-  private scheduled = false;
-  private probing = false;
-  // Whether the response's or the socket's 'drain' is listened to (after a write left the client
-  // busy), and the listener, made then: most streams never wait for a drain.
-  private resDrainWatched = false;
-  private socketDrainWatched = false;
-  private queued = false;
+  // The writer's yes/no states, one small integer (idle streams are many): GONE, SCHEDULED,
+  // PROBING, QUEUED, and whether the response's or the socket's 'drain' is listened to (after a
+  // write left the client busy; the listener is made then: most streams never wait for a drain).
+  private flags = 0;
+
+  /** Set when the connection closed. */
+  get gone(): boolean {
+    return (this.flags & GONE) !== 0;
+  }
   private drainListener: (() => void) | undefined = undefined;
   private readonly onClose = () => this.connectionClosed();
 
@@ -215,7 +222,7 @@ class SseWriter extends Subscriber<Frame> {
     // 'on', not 'once' (no wrapper per stream): connectionClosed is idempotent.
     res.on('close', this.onClose);
     if (res.socket !== socket) {
-      this.queued = true;
+      this.flags |= QUEUED;
       watch(socket, this);
     }
   }
@@ -250,17 +257,17 @@ class SseWriter extends Subscriber<Frame> {
       this.socket.off('drain', this.drainListener);
     }
     this.res.off('close', this.onClose);
-    if (this.queued) unwatch(this.socket, this);
+    if ((this.flags & QUEUED) !== 0) unwatch(this.socket, this);
   }
 
   /** Tells the stream the client is busy, and listens for the drain that ends it (once per emitter). */
   private busy(onSocket: boolean): void {
     const listener = (this.drainListener ??= () => this.drained());
-    if (onSocket && !this.socketDrainWatched) {
-      this.socketDrainWatched = true;
+    if (onSocket && (this.flags & SOCKET_DRAIN_WATCHED) === 0) {
+      this.flags |= SOCKET_DRAIN_WATCHED;
       this.socket.once('drain', listener);
-    } else if (!onSocket && !this.resDrainWatched) {
-      this.resDrainWatched = true;
+    } else if (!onSocket && (this.flags & RES_DRAIN_WATCHED) === 0) {
+      this.flags |= RES_DRAIN_WATCHED;
       this.res.on('drain', listener);
     }
     this.demand.next(false);
@@ -268,7 +275,7 @@ class SseWriter extends Subscriber<Frame> {
 
   private drained(): void {
     // The socket's listener was a 'once'; the response's stays for the next time.
-    this.socketDrainWatched = false;
+    this.flags &= ~SOCKET_DRAIN_WATCHED;
     try {
       this.demand.next(true);
     } catch (error) {
@@ -278,7 +285,7 @@ class SseWriter extends Subscriber<Frame> {
 
   /** The client went away (the response or its connection closed): nothing more is written. */
   connectionClosed(): void {
-    this.gone = true;
+    this.flags |= GONE;
     this.pending = '';
     this.unsubscribe();
   }
@@ -286,7 +293,7 @@ class SseWriter extends Subscriber<Frame> {
   /** Ends this stream because its write path threw: reported, connection dropped, stream released. */
   fail(error: unknown): void {
     reportError('adapter', error);
-    this.gone = true;
+    this.flags |= GONE;
     this.pending = '';
     try {
       this.res.destroy();
@@ -307,10 +314,10 @@ class SseWriter extends Subscriber<Frame> {
    */
   private probeLater(): void {
     const { socket, res } = this;
-    if (this.probing || res.socket !== socket || !socket.isPaused()) return;
-    this.probing = true;
+    if ((this.flags & PROBING) !== 0 || res.socket !== socket || !socket.isPaused()) return;
+    this.flags |= PROBING;
     setTimeout(() => {
-      this.probing = false;
+      this.flags &= ~PROBING;
       if (this.gone || this.closed || socket.destroyed) return;
       try {
         res.write(KEEP_ALIVE_TEXT);
@@ -321,7 +328,7 @@ class SseWriter extends Subscriber<Frame> {
   }
 
   flush(): void {
-    this.scheduled = false;
+    this.flags &= ~SCHEDULED;
     if (this.pending === '' || this.gone) return;
     const text = this.pending;
     this.pending = '';
@@ -361,8 +368,8 @@ class SseWriter extends Subscriber<Frame> {
     if (frame.type === 'comment') this.probeLater();
     if (this.pending.length >= WRITE_CHUNK) {
       this.flush();
-    } else if (!this.scheduled) {
-      this.scheduled = true;
+    } else if ((this.flags & SCHEDULED) === 0) {
+      this.flags |= SCHEDULED;
       if (dirty.push(this) === 1) process.nextTick(flushDirty);
     }
   }
