@@ -127,12 +127,20 @@ const RESOURCES_EVENT: HubEvent = Object.freeze({ topic: 'resources' });
  */
 export interface HubTarget {
   next(frame: MessageFrame): void;
+  /**
+   * How many receivers this one registration hands each frame to (a fan-out of its own, such as
+   * the legacy sessions' list-changed registration), for the count of frames a collapsed storm
+   * did not send (`queueTotals().coalesced`); default 1.
+   */
+  readonly weight?: number;
 }
 
 /** The subscribers of one topic; delivery iterates over a snapshot rebuilt only after a change. */
 class Topic {
   readonly subscribers = new Set<HubTarget>();
   private snapshot: HubTarget[] | null = null;
+  // The registrations that stand for several receivers (rare): counted by their weight.
+  private weighted: HubTarget[] | undefined = undefined;
   // The frame this topic delivered last and the turn it did, when it may be collapsed (storms).
   private last: MessageFrame | undefined = undefined;
   private lastTurn = -1;
@@ -144,6 +152,7 @@ class Topic {
   ) {}
 
   add(subscriber: HubTarget): void {
+    if (subscriber.weight !== undefined && !this.subscribers.has(subscriber)) (this.weighted ??= []).push(subscriber);
     this.subscribers.add(subscriber);
     this.snapshot = null;
     // The newcomer has not heard the last one: the next identical one is news to it.
@@ -151,15 +160,26 @@ class Topic {
   }
 
   delete(subscriber: HubTarget): void {
-    this.subscribers.delete(subscriber);
+    if (this.subscribers.delete(subscriber) && this.weighted !== undefined) {
+      const at = this.weighted.indexOf(subscriber);
+      if (at >= 0) this.weighted.splice(at, 1);
+    }
     this.snapshot = null;
+  }
+
+  /** How many receivers a delivery of one frame reaches now. */
+  private receivers(count: number): number {
+    const weighted = this.weighted;
+    if (weighted === undefined) return count;
+    for (const target of weighted) count += target.weight! - 1;
+    return count;
   }
 
   emit(frame: MessageFrame): void {
     const list = (this.snapshot ??= Array.from(this.subscribers));
     if (list.length === 0) return;
     if (this.coalesce && this.repeats(frame)) {
-      accountQueue(0, 0, list.length);
+      accountQueue(0, 0, this.receivers(list.length));
       return;
     }
     // One publish is one instant: the streams' clocks read the time once for all of them.

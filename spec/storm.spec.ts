@@ -51,6 +51,21 @@ test('1000 tools/list_changed in one turn reach a stream once, counted as coales
   assert.deepEqual(first, ['tools', 'tools'], 'a new turn: the client may have read the first one by now');
 });
 
+test('a registration that fans out to several receivers counts each of them as coalesced', () => {
+  const hub = new Hub();
+  const got: string[] = [];
+  const fanOut = { weight: 5, next: (frame: MessageFrame) => got.push(label(frame)) };
+  hub.attach('tools', undefined, fanOut);
+  hub.topic({ topic: 'tools' }).subscribe((frame) => got.push(label(frame)));
+  const before = queueTotals().coalesced;
+  for (let i = 0; i < 10; i++) hub.notifyToolsChanged();
+  assert.deepEqual(got, ['tools', 'tools']);
+  assert.equal(queueTotals().coalesced - before, 9 * (5 + 1));
+  hub.detach('tools', undefined, fanOut);
+  hub.notifyToolsChanged();
+  assert.equal(queueTotals().coalesced - before, 9 * (5 + 1) + 1, 'detached: no longer counted');
+});
+
 test('no other kind or URI is collapsed, distinct notifications keep their order', async () => {
   const hub = new Hub();
   const got = record(hub, ['file:///a', 'file:///b']);
@@ -195,6 +210,7 @@ test('legacy GET stream: a storm is one frame, and the collapsed frames take no 
     await eventually(() => server.endpoint.stats.streams === 1, 3000, 'the GET stream');
     assert.equal((await call(server.url, sessionId, 2, 'resources/subscribe', { uri: 'file:///a' })).status, 200);
     const { hub } = server;
+    const coalescedBefore = queueTotals().coalesced;
     for (let i = 0; i < 1000; i++) hub.notifyToolsChanged();
     hub.notifyResourceUpdated('file:///a');
     hub.notifyToolsChanged();
@@ -203,6 +219,8 @@ test('legacy GET stream: a storm is one frame, and the collapsed frames take no 
     hub.notifyToolsChanged();
     await get.untilId(3);
     await new Promise((resolve) => setTimeout(resolve, 50));
+    // 1000 + 1 tools/list_changed and 2 resources/updated in the first turn, each delivered once.
+    assert.equal(queueTotals().coalesced - coalescedBefore, 1000 + 1, 'counted per session, as for listen streams');
     assert.equal(
       get.withoutKeepAlives,
       frameText(1, listChangedMessage('tools')) + frameText(2, updatedMessage('file:///a')) + frameText(3, listChangedMessage('tools')),

@@ -201,6 +201,11 @@ export class ListChanges implements HubTarget {
     private readonly sessions: ReadonlyMap<string, LiveSession>,
   ) {}
 
+  /** The sessions a list change reaches through this one registration (the hub's coalesced count). */
+  get weight(): number {
+    return this.#listening;
+  }
+
   /** One more session listens. */
   add(): void {
     this.#listening++;
