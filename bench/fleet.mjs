@@ -51,7 +51,9 @@ async function runServer() {
   const { Hub, McpEndpoint, nodeHandler, channels } = await import('../dist/index.js');
   const redis = option('redis');
   const bus = redis === undefined ? undefined : new (await import('../dist/adapters/redis/index.js')).RedisBus({ redis });
-  const hub = new Hub(bus === undefined ? {} : { bus });
+  // The publisher sends the same notification k times in one turn: coalesce: false, so that every
+  // one is relayed and delivered (a hub collapses such a storm by default).
+  const hub = new Hub(bus === undefined ? { coalesce: false } : { bus, coalesce: false });
   const endpoint = new McpEndpoint({ hub, capabilities: { tools: true, resources: true }, maxStreams: 1_000_000, maxListensPerPrincipal: 1_000_000 });
   let drops = 0;
   channels.drop.subscribe(() => drops++);
@@ -66,7 +68,7 @@ async function runPublisher() {
   const { Hub } = await import('../dist/index.js');
   const { RedisBus } = await import('../dist/adapters/redis/index.js');
   const bus = new RedisBus({ redis: option('redis') });
-  const hub = new Hub({ bus });
+  const hub = new Hub({ bus, coalesce: false });
   await bus.ready();
   serveCommands(hub, {}, () => ({ bus: bus.stats }));
 }
