@@ -4,7 +4,7 @@ import { InvalidOptionError } from '../lib/errors.js';
 import { KEEP_ALIVE } from '../lib/frame.js';
 import type { Frame } from '../lib/frame.js';
 import { Clock, MAX_TIMER_DELAY, type ClockEntry } from '../lib/clock.js';
-import { Stage, stageOperator } from './stage.js';
+import { DisposingStage, stageOperator } from './stage.js';
 
 
 /**
@@ -48,7 +48,7 @@ export function requireInterval(option: string, intervalMs: number): void {
  * `intervalMs` after the subscription and then `intervalMs` after each tick.
  * @internal
  */
-export class KeepAliveStage extends Stage<Frame> implements ClockEntry {
+export class KeepAliveStage extends DisposingStage<Frame> implements ClockEntry {
   due = 0;
   slot = -1;
   seq = 0;
@@ -72,16 +72,6 @@ export class KeepAliveStage extends Stage<Frame> implements ClockEntry {
 
   push(frame: Frame): void {
     this.out.push(frame);
-  }
-
-  override end(): void {
-    this.dispose();
-    this.out.end();
-  }
-
-  override fail(error: unknown): void {
-    this.dispose();
-    this.out.fail(error);
   }
 
   override dispose(): void {

@@ -1,6 +1,6 @@
 import { catchError, defer, EMPTY, from, ignoreElements, mergeMap, type MonoTypeOperatorFunction, type ObservableInput, Subscriber } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
-import { Stage, stageOperator } from './stage.js';
+import { DisposingStage, stageOperator } from './stage.js';
 
 /**
  * Restores a legacy session's persisted resource subscriptions once its stream is open, a few
@@ -66,7 +66,7 @@ export function restorePlan(
  * an hour; its restores take a moment).
  * @internal
  */
-export class RestoreStage<T> extends Stage<T> {
+export class RestoreStage<T> extends DisposingStage<T> {
   private restoring: RestoreSubscriber | undefined;
 
   constructor(private readonly plan: RestorePlan) {
@@ -101,16 +101,6 @@ export class RestoreStage<T> extends Stage<T> {
 
   push(value: T): void {
     this.out.push(value);
-  }
-
-  override end(): void {
-    this.dispose();
-    this.out.end();
-  }
-
-  override fail(error: unknown): void {
-    this.dispose();
-    this.out.fail(error);
   }
 
   override dispose(): void {

@@ -52,6 +52,23 @@ export abstract class Stage<In = unknown, Out = In> implements Downstream<In> {
 }
 
 /**
+ * A stage whose own resources (a clock entry, restores in flight) end with its upstream: `end`
+ * and `fail` dispose them before passing the end on, as a teardown would.
+ * @internal
+ */
+export abstract class DisposingStage<In = unknown, Out = In> extends Stage<In, Out> {
+  override end(): void {
+    this.dispose();
+    this.out.end();
+  }
+
+  override fail(error: unknown): void {
+    this.dispose();
+    this.out.fail(error);
+  }
+}
+
+/**
  * The subscriber to the source of a chain: hands what the source emits to the first stage.
  * @internal
  */
