@@ -18,6 +18,8 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port (empty: nothing is persisted); resolves once it answers PING. */
   restart(): Promise<void>;
+  /** Starts it again unless it is running (after a test that failed while it was down). */
+  ensureRunning(): Promise<void>;
   /** Stops it for good and removes its temp dir. */
   close(): Promise<void>;
 }
@@ -56,6 +58,9 @@ export async function startRedis(options: { readonly persistent?: boolean } = {}
     restart: async () => {
       await stop();
       child = await launch(port, dir);
+    },
+    ensureRunning: async () => {
+      if (child === undefined) child = await launch(port, dir);
     },
     close: async () => {
       await stop();
@@ -142,7 +147,13 @@ async function freePort(): Promise<number> {
  * A redis-server for one spec file: started before its first test, stopped after its last, with
  * a plain client (`raw`, for inspecting keys) that retries while the server restarts.
  */
-export function redisForSuite(suite: { before: (hook: () => Promise<void>) => void; after: (hook: () => Promise<void>) => void }, options: { readonly persistent?: boolean } = {}): {
+export function redisForSuite(
+  suite: {
+    before: (hook: () => Promise<void>) => void;
+    after: ((hook: () => Promise<void>) => void) & { each: (hook: () => Promise<void>) => void };
+  },
+  options: { readonly persistent?: boolean } = {},
+): {
   readonly server: RedisServer;
   readonly raw: Redis;
 } {
@@ -151,6 +162,11 @@ export function redisForSuite(suite: { before: (hook: () => Promise<void>) => vo
     state.server = await startRedis(options);
     state.raw = new Redis(state.server.url, { maxRetriesPerRequest: null });
     state.raw.on('error', () => undefined);
+  });
+  // A test that fails while the server is down (between stop() and restart()) must not leave it
+  // down: the next test's raw client would wait for it for ever.
+  suite.after.each(async () => {
+    await state.server?.ensureRunning();
   });
   suite.after(async () => {
     state.raw?.disconnect();
