@@ -53,7 +53,7 @@ function builtIn(spec: TriggerSpec): BuiltInTrigger {
   };
   // Called on its own, a built-in trigger runs the same stage as inside closeWhen, emitting its reason.
   const trigger = ((upstream: Observable<Frame>) =>
-    new Observable<CloseReason>((subscriber) => new StageChain([new CloseStage(own)], subscriber).run(upstream))) as CloseTrigger;
+    new Observable<CloseReason>((subscriber) => StageChain.run([new CloseStage(own)], subscriber, upstream))) as CloseTrigger;
   return Object.assign(trigger, { [TRIGGER_SPEC]: spec });
 }
 

@@ -95,21 +95,31 @@ class SourceSubscriber<T> extends Subscriber<T> {
 /**
  * A chain of stages between a source subscription and a sink. Added to the sink (the subscriber
  * of the resulting Observable) as its teardown: when the sink ends or is unsubscribed, every stage
- * is disposed and the source unsubscribed.
+ * is disposed and the source unsubscribed. The stages are linked through their `out` (the last
+ * one's is the chain): the chain holds the first one and no list of them.
  * @internal
  */
 export class StageChain implements Downstream<unknown> {
-  private readonly stages: readonly Stage<any, any>[];
+  /** The first stage, or the chain itself when there is none. */
+  private readonly first: Downstream<unknown>;
   private readonly sink: Subscriber<any>;
   private source: SourceRegistration | undefined;
-  /** Stages with an index below this one have been disposed. */
-  private live = 0;
-  /** A stage ended everything above it ({@link StageChain.cut}). */
-  private severed = false;
-  private done = false;
+  // One small integer (idle streams are many): DONE, SEVERED (a stage ended everything above it,
+  // see cut()), and above them the index below which the stages have been disposed.
+  private state = 0;
 
-  constructor(stages: readonly Stage<any, any>[], sink: Subscriber<any>) {
-    this.stages = stages;
+  /**
+   * Links `stages` (in order) between `source` and `sink` and runs them: opens the stages,
+   * subscribes `source`, tells the stages it is subscribed. `source` is an Observable, or a
+   * function that registers an entry with `next` (and `complete`) directly (a hub registration, a
+   * legacy session's feed: no subscriber in between) and returns how to undo it.
+   */
+  static run(stages: readonly Stage<any, any>[], sink: Subscriber<any>, source: StageSource): void {
+    new StageChain(stages, sink).start(stages, source);
+  }
+
+  private constructor(stages: readonly Stage<any, any>[], sink: Subscriber<any>) {
+    this.first = stages[0] ?? this;
     this.sink = sink;
     for (let i = 0; i < stages.length; i++) {
       const stage = stages[i]!;
@@ -118,28 +128,22 @@ export class StageChain implements Downstream<unknown> {
     }
   }
 
-  /**
-   * Opens the stages, subscribes `source`, tells the stages it is subscribed. `source` is an
-   * Observable, or a function that registers an entry with `next` (and `complete`) directly (a
-   * hub registration, a legacy session's feed: no subscriber in between) and returns how to undo it.
-   */
-  run(source: StageSource): void {
-    const { stages, sink } = this;
-    sink.add(this);
+  private start(stages: readonly Stage<any, any>[], source: StageSource): void {
+    this.sink.add(this);
     for (let i = stages.length - 1; i >= 0; i--) {
       stages[i]!.open();
       // Ended while opening (a close trigger that fires at once): the source is never subscribed.
-      if (this.done || this.severed) return;
+      if ((this.state & (DONE | SEVERED)) !== 0) return;
     }
     if (typeof source === 'function') {
       this.source = source(this);
     } else {
-      const subscriber = (this.source = new SourceSubscriber<unknown>(stages[0] ?? this));
+      const subscriber = (this.source = new SourceSubscriber<unknown>(this.first));
       source.subscribe(subscriber);
     }
     for (let i = 0; i < stages.length; i++) {
-      if (this.done) return;
-      if (i >= this.live) stages[i]!.opened();
+      if ((this.state & DONE) !== 0) return;
+      if (i >= this.state >> LIVE_SHIFT) stages[i]!.opened();
     }
   }
 
@@ -149,24 +153,23 @@ export class StageChain implements Downstream<unknown> {
    * it go on (to write closing frames, say).
    */
   cut(index: number): void {
-    this.severed = true;
+    this.state |= SEVERED;
     const source = this.source;
     if (source?.cut !== undefined) source.cut();
     else source?.unsubscribe();
-    for (let i = this.live; i < index; i++) this.stages[i]!.dispose();
-    if (index > this.live) this.live = index;
+    this.dispose(index);
   }
 
   /** A value from a source registered by a function (see {@link StageChain.run}). */
   next(value: unknown): void {
-    if (this.severed || this.done) return;
-    (this.stages[0] ?? this).push(value);
+    if ((this.state & (DONE | SEVERED)) !== 0) return;
+    this.first.push(value);
   }
 
   /** The end of a source registered by a function: the stages end in order (see {@link StageChain.run}). */
   complete(): void {
-    if (this.severed || this.done) return;
-    (this.stages[0] ?? this).end();
+    if ((this.state & (DONE | SEVERED)) !== 0) return;
+    this.first.end();
   }
 
   // The end of the chain: the last stage's output goes to the sink.
@@ -184,13 +187,31 @@ export class StageChain implements Downstream<unknown> {
 
   /** The sink ended or was unsubscribed: everything goes. */
   unsubscribe(): void {
-    if (this.done) return;
-    this.done = true;
+    if ((this.state & DONE) !== 0) return;
+    this.state |= DONE;
     this.source?.unsubscribe();
-    for (let i = this.live; i < this.stages.length; i++) this.stages[i]!.dispose();
-    this.live = this.stages.length;
+    this.dispose(Infinity);
+  }
+
+  /** Disposes the stages not yet disposed whose index is below `to`, in order. */
+  private dispose(to: number): void {
+    let stage = this.first;
+    for (let i = 0; stage !== this && i < to; i++) {
+      const current = stage as Stage<any, any>;
+      stage = current.out;
+      // Counted as disposed before it is: a teardown that re-enters the chain does not dispose it twice.
+      if (i >= this.state >> LIVE_SHIFT) {
+        this.state = (this.state & FLAGS) | ((i + 1) << LIVE_SHIFT);
+        current.dispose();
+      }
+    }
   }
 }
+
+const DONE = 1;
+const SEVERED = 2;
+const FLAGS = DONE | SEVERED;
+const LIVE_SHIFT = 2;
 
 /**
  * What a source registered by a function returns (see {@link StageChain.run}): `unsubscribe` is
@@ -217,14 +238,14 @@ export type StageSource = Observable<unknown> | ((entry: { next(value: unknown):
 export class StageObservable<T> extends Observable<T> {
   constructor(
     readonly upstream: StageSource,
-    readonly stages: () => Stage<any, any>[],
+    readonly stages: () => readonly Stage<any, any>[],
   ) {
     super();
   }
 
   // Observable's own (internal, untyped) subscribe hook: no subscribe function, hence no closure.
   protected _subscribe(subscriber: Subscriber<T>): undefined {
-    new StageChain(this.stages(), subscriber).run(this.upstream);
+    StageChain.run(this.stages(), subscriber, this.upstream);
     return undefined;
   }
 }
@@ -238,12 +259,11 @@ export function stageOperator<In, Out>(create: () => readonly Stage<any, any>[])
   return (source) => {
     if (source instanceof StageObservable) {
       const before = source.stages;
-      // `concat`, not a spread: the list is kept for the stream's life, at its exact length.
       return new StageObservable<Out>(source.upstream, () => before().concat(create()));
     }
     // The hub's notifications: the first stage is registered on the topics itself.
-    if (source instanceof TopicsObservable) return new StageObservable<Out>((entry) => source.attach(entry), () => create().slice());
-    return new StageObservable<Out>(source, () => create().slice());
+    if (source instanceof TopicsObservable) return new StageObservable<Out>((entry) => source.attach(entry), create);
+    return new StageObservable<Out>(source, create);
   };
 }
 
