@@ -28,38 +28,40 @@ export interface PrincipalCap {
 }
 
 /**
- * One admitted stream, its own {@link Admission}. It holds no Subject until `superseded$` is
- * subscribed, and nothing of its subscribers once released (10 000 idle streams hold one each).
+ * One admitted stream, its own {@link Admission} and its own supersede signal (a listen or GET
+ * stream attaches to it without subscribing): one object per stream, 10 000 idle streams hold one
+ * each. Once released it holds nothing of its subscribers.
  */
-class Entry implements Admission {
-  live = true;
-  private signal: Broadcast<void> | undefined;
-  // Once ended, a later `superseded$` only completes, as a completed Subject would.
-  private ended = false;
+class Entry extends Broadcast<void> implements Admission {
+  constructor(private readonly streams: PrincipalStreams) {
+    super();
+  }
 
-  constructor(
-    private readonly registry: PrincipalRegistry,
-    private readonly principal: string,
-  ) {}
-
-  // A Broadcast, made on first use: a listen stream attaches to it without subscribing.
   get superseded$(): Observable<void> {
-    if (this.signal === undefined) {
-      this.signal = new Broadcast<void>();
-      if (this.ended) this.signal.complete();
-    }
-    return this.signal;
+    return this;
   }
 
   release(): void {
-    this.registry.remove(this.principal, this);
+    this.streams.registry.remove(this.streams.principal, this);
   }
 
-  /** Tells the stream (once, when `displaced`) and completes the signal. */
+  /** Tells the stream (once, when `displaced`) and completes the signal: a later subscriber only gets the completion. */
   end(displaced: boolean): void {
-    this.ended = true;
-    if (displaced) this.signal?.next();
-    this.signal?.complete();
+    if (displaced) this.next();
+    this.complete();
+  }
+}
+
+/**
+ * A principal's live streams, oldest first (a Set keeps insertion order): releasing one of 10 000
+ * streams of one address is a delete, not a scan. Its entries share its principal string.
+ */
+class PrincipalStreams extends Set<Entry> {
+  constructor(
+    readonly registry: PrincipalRegistry,
+    readonly principal: string,
+  ) {
+    super();
   }
 }
 
@@ -80,9 +82,7 @@ class Entry implements Admission {
  */
 export class PrincipalRegistry implements PrincipalCap {
   readonly maxPerPrincipal: number;
-  // Per principal, its live streams oldest first (a Set keeps insertion order): releasing one
-  // of 10 000 streams of one address is a delete, not a scan.
-  readonly #streams = new Map<string, Set<Entry>>();
+  readonly #streams = new Map<string, PrincipalStreams>();
 
   constructor(maxPerPrincipal = 4) {
     if (!Number.isSafeInteger(maxPerPrincipal) || maxPerPrincipal <= 0) {
@@ -107,15 +107,14 @@ export class PrincipalRegistry implements PrincipalCap {
    */
   admit(principal: string): Admission {
     let live = this.#streams.get(principal);
-    if (live === undefined) this.#streams.set(principal, (live = new Set()));
-    const entry = new Entry(this, principal);
+    if (live === undefined) this.#streams.set(principal, (live = new PrincipalStreams(this, principal)));
+    const entry = new Entry(live);
     live.add(entry);
     // All displaced streams stop counting before any is told (a told stream may admit another).
     const displaced: Entry[] = [];
     for (const old of live) {
       if (live.size <= this.maxPerPrincipal) break;
       live.delete(old);
-      old.live = false;
       displaced.push(old);
     }
     for (const old of displaced) old.end(true);
@@ -127,12 +126,10 @@ export class PrincipalRegistry implements PrincipalCap {
    * @internal
    */
   remove(principal: string, entry: Entry): void {
-    if (!entry.live) return;
-    entry.live = false;
-    entry.end(false);
     const live = this.#streams.get(principal);
-    if (live === undefined) return;
-    live.delete(entry);
+    // Released twice, or displaced already (no longer counted).
+    if (live === undefined || !live.delete(entry)) return;
     if (live.size === 0) this.#streams.delete(principal);
+    entry.end(false);
   }
 }
