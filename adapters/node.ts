@@ -178,6 +178,15 @@ function unwatch(socket: Socket, writer: SseWriter): void {
   queuedOn.get(socket)?.delete(writer);
 }
 
+/** The writer of a streamed response, on the response itself (see {@link onResponseClose}). */
+const WRITER = Symbol('mcp-rx-streams.writer');
+type WrittenResponse = ServerResponse & { [WRITER]?: SseWriter | undefined };
+
+/** The `'close'` listener of every streamed response: its writer learns the client went away. */
+function onResponseClose(this: ServerResponse): void {
+  (this as WrittenResponse)[WRITER]?.connectionClosed();
+}
+
 const GONE = 1;
 const SCHEDULED = 2;
 const PROBING = 4;
@@ -211,7 +220,6 @@ class SseWriter extends Subscriber<Frame> {
     return (this.flags & GONE) !== 0;
   }
   private drainListener: (() => void) | undefined = undefined;
-  private readonly onClose = () => this.connectionClosed();
 
   constructor(
     private readonly res: ServerResponse,
@@ -219,8 +227,10 @@ class SseWriter extends Subscriber<Frame> {
     private readonly graceMs: number,
   ) {
     super();
-    // 'on', not 'once' (no wrapper per stream): connectionClosed is idempotent.
-    res.on('close', this.onClose);
+    // One listener function for every stream, which finds its writer on the response: no closure
+    // per stream. 'on', not 'once' (no wrapper either): connectionClosed is idempotent.
+    (res as WrittenResponse)[WRITER] = this;
+    res.on('close', onResponseClose);
     if (res.socket !== socket) {
       this.flags |= QUEUED;
       watch(socket, this);
@@ -256,7 +266,8 @@ class SseWriter extends Subscriber<Frame> {
       this.res.off('drain', this.drainListener);
       this.socket.off('drain', this.drainListener);
     }
-    this.res.off('close', this.onClose);
+    this.res.off('close', onResponseClose);
+    (this.res as WrittenResponse)[WRITER] = undefined;
     if ((this.flags & QUEUED) !== 0) unwatch(this.socket, this);
   }
 
