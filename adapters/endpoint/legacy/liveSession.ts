@@ -50,7 +50,7 @@ export interface SessionStream {
  * live GET stream if any (`push`, the stage's downstream).
  * @internal
  */
-export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Frame> {
+export class LiveSession extends UriTable<LiveSubscription> implements SubscriptionHolder, HubTarget, Downstream<Frame> {
   readonly id: string;
   readonly principal: string;
   readonly protocolVersion: string;
@@ -59,7 +59,6 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
   lastActivity: number;
   readonly log: EventLog;
   stream: SessionStream | undefined = undefined;
-  readonly live = new UriTable<LiveSubscription>();
   /** Subscribes in progress, while there are some. */
   pending: UriTable<PendingSubscribe> | undefined = undefined;
 
@@ -80,12 +79,21 @@ export class LiveSession implements SubscriptionHolder, HubTarget, Downstream<Fr
   #stamp: Downstream<MessageFrame> | undefined = undefined;
 
   constructor(record: SessionRecord, log: EventLog) {
+    super();
     this.id = record.id;
     this.principal = record.principal;
     this.protocolVersion = record.protocolVersion;
     this.#uris = frozen(record.subscriptions);
     this.lastActivity = record.lastActivity;
     this.log = log;
+  }
+
+  /**
+   * Its live subscriptions, by URI: the session is that table itself (one object less per session,
+   * and a server holds thousands).
+   */
+  get live(): UriTable<LiveSubscription> {
+    return this;
   }
 
   /** The persisted subscription list, kept in step with the store, in subscription order. */
