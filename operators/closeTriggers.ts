@@ -245,30 +245,38 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   seq = 0;
   /** Why the stream was closed (`undefined` while open). */
   reason: CloseReason | undefined;
-  /** A signal or a trigger of your own errored. */
-  failed = false;
   private deadlineReason: CloseReason = 'max_lifetime';
   private lastActivity = 0;
   // Deadlines on another clock than the first one's, and subscribed signals and triggers.
   private others: (Subscription | DeadlineEntry)[] | undefined;
   private frames: Subject<Frame> | undefined;
-  private closing = false;
-
   private chain: StageChain | undefined;
-  private index = 0;
+  // One small integer (idle streams are many): CLOSING, FAILED, and above them the stage's index
+  // in its chain (what it cuts above, see endUpstream).
+  private state = 0;
 
   constructor(private readonly plan: ClosePlan) {
     super();
   }
 
+  /** A signal or a trigger of your own errored. */
+  get failed(): boolean {
+    return (this.state & FAILED) !== 0;
+  }
+
+  /** It has closed, ended or been disposed: it passes and does nothing more. */
+  private get closing(): boolean {
+    return (this.state & CLOSING) !== 0;
+  }
+
   override link(chain: StageChain, index: number): void {
     this.chain = chain;
-    this.index = index;
+    this.state = (this.state & FLAGS) | (index << INDEX_SHIFT);
   }
 
   /** Stops the source and the stages before this one; this one and those after go on. */
   private endUpstream(): void {
-    this.chain?.cut(this.index);
+    this.chain?.cut(this.state >> INDEX_SHIFT);
   }
 
   override open(): void {
@@ -331,7 +339,7 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   /** A reason from a signal, a deadline or a trigger of your own. */
   close(reason: CloseReason): void {
     if (this.closing) return;
-    this.closing = true;
+    this.state |= CLOSING;
     this.reason = reason;
     this.release();
     this.endUpstream();
@@ -347,8 +355,7 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   /** A signal or a trigger of your own errored: so does the stream. */
   signalError(error: unknown): void {
     if (this.closing) return;
-    this.closing = true;
-    this.failed = true;
+    this.state |= CLOSING | FAILED;
     this.release();
     this.endUpstream();
     this.out.fail(error);
@@ -356,7 +363,7 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
 
   override end(): void {
     if (this.closing) return;
-    this.closing = true;
+    this.state |= CLOSING;
     this.release();
     // A trigger on its own completes with the frames it watched; closeWhen ends the stream as it is.
     this.out.end();
@@ -364,13 +371,13 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
 
   override fail(error: unknown): void {
     if (this.closing) return;
-    this.closing = true;
+    this.state |= CLOSING;
     this.release();
     this.out.fail(error);
   }
 
   override dispose(): void {
-    this.closing = true;
+    this.state |= CLOSING;
     this.release();
   }
 
@@ -386,6 +393,11 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     this.frames = undefined;
   }
 }
+
+const CLOSING = 1;
+const FAILED = 2;
+const FLAGS = CLOSING | FAILED;
+const INDEX_SHIFT = 2;
 
 /** A deadline on another clock than the stage's first one. */
 class DeadlineEntry implements ClockEntry {

@@ -135,10 +135,9 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
   due = 0;
   slot = -1;
   seq = 0;
-  private ready = true;
-  private flushing = false;
-  private completed = false;
-  private released = false;
+  // One small integer for its yes/no states (idle streams are many): BUSY (the sink said it
+  // cannot write), FLUSHING, COMPLETED (the source has, the queue has not), RELEASED.
+  private flags = 0;
   private pending: PendingFrames | undefined;
   private demand: Subscription | undefined;
 
@@ -153,7 +152,7 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
   }
 
   push(frame: Frame): void {
-    if (this.ready && (this.pending === undefined || this.pending.length === 0)) {
+    if ((this.flags & BUSY) === 0 && (this.pending === undefined || this.pending.length === 0)) {
       this.out.push(frame);
       return;
     }
@@ -173,28 +172,32 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
 
   /** The sink's demand changed. */
   onDemand(canWrite: boolean): void {
-    this.ready = canWrite;
-    if (canWrite) this.flush();
+    if (!canWrite) {
+      this.flags |= BUSY;
+      return;
+    }
+    this.flags &= ~BUSY;
+    this.flush();
   }
 
   private flush(): void {
     // A sink that drains synchronously calls back into here from the `push` below: the loop that
     // is already running picks the new demand up, so the stack does not grow.
     const pending = this.pending;
-    if (this.flushing || pending === undefined) return;
-    this.flushing = true;
+    if ((this.flags & FLUSHING) !== 0 || pending === undefined) return;
+    this.flags |= FLUSHING;
     try {
-      while (this.ready && pending.length > 0 && !this.released) this.out.push(pending.shift());
+      while ((this.flags & (BUSY | RELEASED)) === 0 && pending.length > 0) this.out.push(pending.shift());
     } finally {
-      this.flushing = false;
+      this.flags &= ~FLUSHING;
     }
-    if (this.completed && pending.length === 0 && !this.released) this.finish();
+    if ((this.flags & (COMPLETED | RELEASED)) === COMPLETED && pending.length === 0) this.finish();
   }
 
   override end(): void {
     if (this.pending === undefined || this.pending.length === 0) return this.finish();
     // The source's completion waits for the queued frames, at most the grace period.
-    this.completed = true;
+    this.flags |= COMPLETED;
     const { clock, stallGraceMs } = this.plan;
     if (clock !== undefined) clock.add(this, clock.now() + stallGraceMs!);
   }
@@ -220,8 +223,8 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
 
   /** Leaves the demand and the clock, drops what is queued; the stage passes nothing from then on. */
   private release(): void {
-    if (this.released) return;
-    this.released = true;
+    if ((this.flags & RELEASED) !== 0) return;
+    this.flags |= RELEASED;
     this.plan.clock?.remove(this);
     if (this.plan.directDemand) (this.plan.demand$ as Broadcast<boolean>).detach(this);
     this.demand?.unsubscribe();
@@ -233,6 +236,11 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
     this.fail(error);
   }
 }
+
+const BUSY = 1;
+const FLUSHING = 2;
+const COMPLETED = 4;
+const RELEASED = 8;
 
 // A bare Subscriber rather than an observer object: subscribing it allocates no SafeSubscriber.
 class DemandSubscriber extends Subscriber<boolean> {
