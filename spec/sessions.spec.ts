@@ -66,6 +66,14 @@ test('the MemorySessionStore hands out frozen copies and finds idle records', ()
   store.update('s1', { subscriptions: ['a', 'c'], streamNode: 'n1' });
   assert.equal(store.get('s1')!.subscriptions, ['a', 'c']);
   assert.is(store.get('s1')!.streamNode, 'n1');
+  // Every field is kept through an update, and none is added.
+  assert.equal({ ...store.get('s1') }, { id: 's1', principal: 'p', protocolVersion: '2025-11-25', subscriptions: ['a', 'c'], lastActivity: 10, streamNode: 'n1' });
+  store.update('s1', { streamNode: null, lastActivity: 12 });
+  assert.equal({ ...store.get('s1') }, { id: 's1', principal: 'p', protocolVersion: '2025-11-25', subscriptions: ['a', 'c'], lastActivity: 12, streamNode: null });
+  store.update('s1', { lastActivity: 10 });
+  store.create({ id: 's2', principal: 'p', protocolVersion: '2025-11-25', subscriptions: [], lastActivity: 20 });
+  assert.equal(Object.keys(store.get('s2')!), ['id', 'principal', 'protocolVersion', 'subscriptions', 'lastActivity']);
+  store.delete('s2');
   store.update('missing', { lastActivity: 1 });
   assert.is(store.get('missing'), undefined);
   assert.equal(store.idleSince(11), ['s1']);
