@@ -1,7 +1,10 @@
 // Runs every spec/**/*.spec.ts file with uvu (TypeScript loaded by tsx) and closes with the
 // plain summary line `N passed, N failed` that CI reads. Exit code: 0 only when nothing failed.
-//   node spec/run.mjs            all specs
-//   node spec/run.mjs hub        only files whose path matches /hub/
+//   node spec/run.mjs            all specs (spec/**/*.spec.ts)
+//   node spec/run.mjs hub        only the specs whose path matches /hub/
+//   node spec/run.mjs 'fixtures/runner/.*\.ts$'
+//                                a pattern that names its own suffix picks other files too (the
+//                                runner's own spec runs its fixtures so)
 //
 // A test that never settles (a promise waiting for a server a failed test left down, say) must
 // be a failure in the report, not a run that CI stops at its own time limit: when the specs print
@@ -15,7 +18,10 @@ import { fileURLToPath } from 'node:url';
 
 const specDir = fileURLToPath(new URL('.', import.meta.url));
 const uvuBin = fileURLToPath(new URL('../node_modules/uvu/bin.js', import.meta.url));
-const pattern = new RegExp(process.argv[2] ?? '\\.spec\\.ts$', 'i');
+const given = process.argv[2];
+const pattern = new RegExp(given ?? '\\.spec\\.ts$', 'i');
+// Spec files only, unless the pattern says which files it means (it ends with a suffix).
+const specsOnly = given === undefined || !/\\\.[a-z]+\$$/.test(given);
 const STALL_MS = Number(process.env.SPEC_STALL_MS ?? 180_000);
 // uvu prints its summary when the last test is done; a process still alive well after that is
 // held by something a spec left open (a timer, a socket, a server).
@@ -29,7 +35,7 @@ function specFiles(dir, prefix = '') {
     const name = prefix === '' ? entry : `${prefix}/${entry}`;
     const full = path.join(dir, entry);
     if (statSync(full).isDirectory()) files.push(...specFiles(full, name));
-    else if (/\.spec\.ts$/.test(name) && pattern.test(name)) files.push(name);
+    else if ((!specsOnly || /\.spec\.ts$/.test(name)) && /\.ts$/.test(name) && pattern.test(name)) files.push(name);
   }
   return files.sort((a, b) => a.localeCompare(b));
 }
