@@ -16,55 +16,55 @@ export interface BroadcastTarget {
  * @internal
  */
 export class Broadcast<T> extends Observable<T> {
-  // One target is the common case (a stream's own demand or supersede signal): no Set for it.
-  private one: BroadcastTarget | undefined;
-  private many: Set<BroadcastTarget> | undefined;
-  private subject: Subject<T> | undefined;
-  private done = false;
+  // Two fields, as a stream holds one or two of these (its demand, the entry it was admitted with):
+  // its targets (one, the common case, with no Set for it; a Set of them; none) or COMPLETED, and
+  // the Subject of its subscribers, made for the first.
+  private targets: BroadcastTarget | Targets | typeof COMPLETED | undefined = undefined;
+  private subject: Subject<T> | undefined = undefined;
 
   /** Registers `target` for the values to come (nothing once completed). */
   attach(target: BroadcastTarget): void {
-    if (this.done) return;
-    if (this.one === undefined && this.many === undefined) {
-      this.one = target;
-      return;
-    }
-    if (this.many === undefined) {
-      this.many = new Set();
-      this.many.add(this.one!);
-      this.one = undefined;
-    }
-    this.many.add(target);
+    const targets = this.targets;
+    if (targets === COMPLETED || targets === target) return;
+    if (targets === undefined) this.targets = target;
+    else if (targets instanceof Targets) targets.add(target);
+    else this.targets = new Targets([targets, target]);
   }
 
   detach(target: BroadcastTarget): void {
-    if (this.one === target) this.one = undefined;
-    else this.many?.delete(target);
+    const targets = this.targets;
+    if (targets === target) this.targets = undefined;
+    else if (targets instanceof Targets) targets.delete(target);
   }
 
   next(value: T): void {
-    if (this.done) return;
-    if (this.one !== undefined) this.one.onBroadcast(this, value);
+    const targets = this.targets;
+    if (targets === COMPLETED) return;
     // A snapshot: targets attached while this value is delivered wait for the next one.
-    else if (this.many !== undefined) for (const target of Array.from(this.many)) target.onBroadcast(this, value);
+    if (targets instanceof Targets) for (const target of Array.from(targets)) target.onBroadcast(this, value);
+    else if (targets !== undefined) targets.onBroadcast(this, value);
     this.subject?.next(value);
   }
 
   complete(): void {
-    if (this.done) return;
-    this.done = true;
-    this.one = undefined;
-    this.many = undefined;
+    if (this.targets === COMPLETED) return;
+    this.targets = COMPLETED;
     this.subject?.complete();
   }
 
   // Observable's own (internal, untyped) subscribe hook, which RxJS's Subject overrides the same
   // way: no subscribe function, hence no closure, per instance.
   protected _subscribe(subscriber: Subscriber<T>): TeardownLogic {
-    if (this.done) {
+    if (this.targets === COMPLETED) {
       subscriber.complete();
       return undefined;
     }
     return (this.subject ??= new Subject<T>()).subscribe(subscriber);
   }
 }
+
+/** A Broadcast's targets when there are several. */
+class Targets extends Set<BroadcastTarget> {}
+
+/** What a completed Broadcast holds in place of its targets. */
+const COMPLETED: unique symbol = Symbol('completed');
