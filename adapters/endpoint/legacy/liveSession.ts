@@ -56,7 +56,9 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
   readonly protocolVersion: string;
   // The persisted subscription list, kept in step with the store (frozen: shared with the record).
   #uris: readonly string[];
-  lastActivity: number;
+  // lastActivity as milliseconds after ORIGIN: a small integer that V8 keeps in the field, where an
+  // epoch time is a separate 16-byte number per session.
+  #activity: number;
   readonly log: EventLog;
   stream: SessionStream | undefined = undefined;
   /** Subscribes in progress, while there are some. */
@@ -84,8 +86,17 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
     this.principal = record.principal;
     this.protocolVersion = record.protocolVersion;
     this.#uris = frozen(record.subscriptions);
-    this.lastActivity = record.lastActivity;
+    this.#activity = record.lastActivity - ORIGIN;
     this.log = log;
+  }
+
+  /** When the session was last active, in milliseconds since the epoch (on the endpoint's clock). */
+  get lastActivity(): number {
+    return this.#activity + ORIGIN;
+  }
+
+  set lastActivity(ms: number) {
+    this.#activity = ms - ORIGIN;
   }
 
   /**
@@ -190,6 +201,8 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
 }
 
 const NO_URIS: readonly string[] = Object.freeze([]);
+/** The epoch time the process started with: session activity times are kept relative to it. */
+const ORIGIN = Date.now();
 const ENDED = 1;
 const LISTENING = 2;
 
