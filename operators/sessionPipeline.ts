@@ -75,7 +75,9 @@ export interface SessionPipelineInit {
  */
 export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunction<Frame> {
   const plan = sessionPlan(init);
-  return stageOperator(() => sessionStages(plan));
+  // The restore's plan is the stage's own: the stream's plan does not keep it for the stream's life.
+  const restore = init.restore === undefined ? undefined : restorePlan(init.restore.uris, init.restore.subscribe, init.restore.concurrency, init.restore.onError);
+  return stageOperator(() => sessionStages(plan, restore));
 }
 
 type Deadline = TriggerSpec & { kind: 'deadline' };
@@ -134,7 +136,6 @@ class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
   readonly lastEventId: string | undefined;
   readonly log: EventLog;
   readonly demand$: Observable<boolean>;
-  readonly restore: RestorePlan | undefined;
   readonly #supersede$: Observable<unknown> | undefined;
   readonly #shutdown$: Observable<unknown> | undefined;
   readonly #onClose: ((reason: CloseReason) => void) | undefined;
@@ -151,8 +152,6 @@ class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
     this.demand$ = init.demand$;
     this.lastEventId = init.lastEventId;
     this.log = init.log;
-    const restore = init.restore;
-    this.restore = restore === undefined ? undefined : restorePlan(restore.uris, restore.subscribe, restore.concurrency, restore.onError);
     this.#onClose = init.onClose;
   }
 
@@ -218,11 +217,11 @@ function sessionPlan(init: SessionPipelineInit): SessionPlan {
   return new SessionPlan(settingsFor(Clock.of(init.scheduler ?? asyncScheduler), init), init);
 }
 
-function sessionStages(plan: SessionPlan): Stage<any, any>[] {
+function sessionStages(plan: SessionPlan, restore: RestorePlan | undefined): Stage<any, any>[] {
   const stages: Stage<any, any>[] = [];
   // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
   if (plan.lastEventId !== undefined) stages.push(new ReplayStage(plan.lastEventId, plan.log));
   stages.push(new PrimeStage(plan), new KeepAliveStage(plan.keepAliveInterval, plan.clock), new CloseStage(plan), new QueueStage(plan));
-  if (plan.restore !== undefined) stages.push(new RestoreStage<Frame>(plan.restore));
+  if (restore !== undefined) stages.push(new RestoreStage<Frame>(restore));
   return stages;
 }
