@@ -2,7 +2,7 @@ import type { MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame, PrimingFrame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
-import { Stage, stageOperator } from './stage.js';
+import { Stage, type StageChain, stageOperator } from './stage.js';
 
 const DECIMAL = /^[0-9]+$/;
 
@@ -64,9 +64,14 @@ const STOPPED = 2;
 export class PrimeStage extends Stage<Frame> {
   private held: Frame[] | undefined = undefined;
   private state = 0;
+  private chain: StageChain | undefined = undefined;
 
   constructor(private readonly plan: PrimePlan) {
     super();
+  }
+
+  override link(chain: StageChain): void {
+    this.chain = chain;
   }
 
   override open(): void {
@@ -74,8 +79,12 @@ export class PrimeStage extends Stage<Frame> {
     const id = primingId(lastEventId, log);
     if (!isThenable(id)) {
       this.out.push(priming(id, reconnectDelay));
+      // Its work is done: a stream that stays open for hours does not pass every frame through it.
+      this.chain?.leave(this);
+      this.chain = undefined;
       return;
     }
+    this.chain = undefined;
     this.held = [];
     id.then(
       (known) => {

@@ -73,22 +73,22 @@ export abstract class DisposingStage<In = unknown, Out = In> extends Stage<In, O
  * @internal
  */
 class SourceSubscriber<T> extends Subscriber<T> {
-  constructor(private readonly first: Downstream<T>) {
+  constructor(private readonly chain: StageChain) {
     super();
   }
 
   protected override _next(value: T): void {
-    this.first.push(value);
+    this.chain.next(value);
   }
 
   protected override _error(error: unknown): void {
     this.unsubscribe();
-    this.first.fail(error);
+    this.chain.error(error);
   }
 
   protected override _complete(): void {
     // Stays subscribed until the chain is torn down: completing is not the end of the stages after it.
-    this.first.end();
+    this.chain.complete();
   }
 }
 
@@ -100,8 +100,8 @@ class SourceSubscriber<T> extends Subscriber<T> {
  * @internal
  */
 export class StageChain implements Downstream<unknown> {
-  /** The first stage, or the chain itself when there is none. */
-  private readonly first: Downstream<unknown>;
+  /** The first stage still in the chain (the one at the index in `state`), or the chain itself when none is. */
+  private first: Downstream<unknown>;
   private readonly sink: Subscriber<any>;
   private source: SourceRegistration | undefined;
   // One small integer (idle streams are many): DONE, SEVERED (a stage ended everything above it,
@@ -138,7 +138,7 @@ export class StageChain implements Downstream<unknown> {
     if (typeof source === 'function') {
       this.source = source(this);
     } else {
-      const subscriber = (this.source = new SourceSubscriber<unknown>(this.first));
+      const subscriber = (this.source = new SourceSubscriber<unknown>(this));
       source.subscribe(subscriber);
     }
     for (let i = 0; i < stages.length; i++) {
@@ -166,10 +166,27 @@ export class StageChain implements Downstream<unknown> {
     this.first.push(value);
   }
 
-  /** The end of a source registered by a function: the stages end in order (see {@link StageChain.run}). */
+  /** The end of the source: the stages end in order (see {@link StageChain.run}). */
   complete(): void {
     if ((this.state & (DONE | SEVERED)) !== 0) return;
     this.first.end();
+  }
+
+  /** The source failed. */
+  error(error: unknown): void {
+    if ((this.state & (DONE | SEVERED)) !== 0) return;
+    this.first.fail(error);
+  }
+
+  /**
+   * `stage` has nothing left to do (a priming event that went out as the stream opened): if it is
+   * the first stage, the frames skip it from now on and the chain lets go of it. A stage further
+   * down stays, passing frames on.
+   */
+  leave(stage: Stage<any, any>): void {
+    if (this.first !== stage) return;
+    this.first = stage.out;
+    this.state += 1 << LIVE_SHIFT;
   }
 
   // The end of the chain: the last stage's output goes to the sink.
@@ -193,24 +210,20 @@ export class StageChain implements Downstream<unknown> {
     this.dispose(Infinity);
   }
 
-  /** Disposes the stages not yet disposed whose index is below `to`, in order. */
+  /** Disposes the stages still in the chain whose index is below `to`, in order. */
   private dispose(to: number): void {
-    let stage = this.first;
-    for (let i = 0; stage !== this && i < to; i++) {
-      const current = stage as Stage<any, any>;
-      stage = current.out;
-      // Counted as disposed before it is: a teardown that re-enters the chain does not dispose it twice.
-      if (i >= this.state >> LIVE_SHIFT) {
-        this.state = (this.state & FLAGS) | ((i + 1) << LIVE_SHIFT);
-        current.dispose();
-      }
+    while (this.first !== this && this.state >> LIVE_SHIFT < to) {
+      const current = this.first as Stage<any, any>;
+      // Out of the chain before it is disposed: a teardown that re-enters the chain does not dispose it twice.
+      this.first = current.out;
+      this.state += 1 << LIVE_SHIFT;
+      current.dispose();
     }
   }
 }
 
 const DONE = 1;
 const SEVERED = 2;
-const FLAGS = DONE | SEVERED;
 const LIVE_SHIFT = 2;
 
 /**
