@@ -251,8 +251,7 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   private others: (Subscription | DeadlineEntry)[] | undefined;
   private frames: Subject<Frame> | undefined;
   private chain: StageChain | undefined;
-  // One small integer (idle streams are many): CLOSING, FAILED, and above them the stage's index
-  // in its chain (what it cuts above, see endUpstream).
+  // CLOSING and FAILED, in one small integer (idle streams are many).
   private state = 0;
 
   constructor(private readonly plan: ClosePlan) {
@@ -269,14 +268,13 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     return (this.state & CLOSING) !== 0;
   }
 
-  override link(chain: StageChain, index: number): void {
+  override link(chain: StageChain): void {
     this.chain = chain;
-    this.state = (this.state & FLAGS) | (index << INDEX_SHIFT);
   }
 
   /** Stops the source and the stages before this one; this one and those after go on. */
   private endUpstream(): void {
-    this.chain?.cut(this.state >> INDEX_SHIFT);
+    this.chain?.cut(this);
   }
 
   override open(): void {
@@ -396,8 +394,6 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
 
 const CLOSING = 1;
 const FAILED = 2;
-const FLAGS = CLOSING | FAILED;
-const INDEX_SHIFT = 2;
 
 /** A deadline on another clock than the stage's first one. */
 class DeadlineEntry implements ClockEntry {

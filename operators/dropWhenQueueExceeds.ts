@@ -6,7 +6,7 @@ import { encodedByteLength } from '../lib/encode.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
 import { accountQueue } from '../lib/telemetry.js';
 import { requireInterval } from './keepAlive.js';
-import { Stage, stageOperator } from './stage.js';
+import { DisposingStage, stageOperator } from './stage.js';
 
 /**
  * How much a busy sink may have held for it: at most `notifications` undelivered notifications
@@ -131,7 +131,7 @@ export function queuePlan(limit: number | QueueLimits, demand$: Observable<boole
  * is written, at most for the stall grace period (the stage is its own entry on the clock then).
  * @internal
  */
-export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEntry {
+export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget, ClockEntry {
   due = 0;
   slot = -1;
   seq = 0;
@@ -212,11 +212,7 @@ export class QueueStage extends Stage<Frame> implements BroadcastTarget, ClockEn
     this.out.end();
   }
 
-  override fail(error: unknown): void {
-    this.release();
-    this.out.fail(error);
-  }
-
+  // fail() is DisposingStage's: release, then the error on.
   override dispose(): void {
     this.release();
   }

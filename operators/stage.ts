@@ -33,11 +33,11 @@ export abstract class Stage<In = unknown, Out = In> implements Downstream<In> {
   out!: Downstream<Out>;
 
   /**
-   * Told the chain it runs in and its place there when the chain is linked; a stage that ends
-   * everything above it (see {@link StageChain.cut}) keeps them. Nothing by default: an idle
-   * stream holds no more than it needs.
+   * Told the chain it runs in when the chain is linked; a stage that ends everything above it (see
+   * {@link StageChain.cut}) or leaves it keeps it. Nothing by default: an idle stream holds no more
+   * than it needs.
    */
-  link(_chain: StageChain, _index: number): void {}
+  link(_chain: StageChain): void {}
 
   open(): void {}
   opened(): void {}
@@ -123,7 +123,7 @@ export class StageChain implements Downstream<unknown> {
     this.sink = sink;
     for (let i = 0; i < stages.length; i++) {
       const stage = stages[i]!;
-      stage.link(this, i);
+      stage.link(this);
       stage.out = i + 1 < stages.length ? stages[i + 1]! : this;
     }
   }
@@ -148,16 +148,16 @@ export class StageChain implements Downstream<unknown> {
   }
 
   /**
-   * Stops everything above the stage at `index`: the stages before it are disposed and the source
-   * is unsubscribed (or told it is cut, see {@link SourceRegistration}); that stage and those after
-   * it go on (to write closing frames, say).
+   * Stops everything above `stage`: the stages before it are disposed and the source is
+   * unsubscribed (or told it is cut, see {@link SourceRegistration}); that stage and those after it
+   * go on (to write closing frames, say).
    */
-  cut(index: number): void {
+  cut(stage: Stage<any, any>): void {
     this.state |= SEVERED;
     const source = this.source;
     if (source?.cut !== undefined) source.cut();
     else source?.unsubscribe();
-    this.dispose(index);
+    this.disposeUntil(stage);
   }
 
   /** A value from a source registered by a function (see {@link StageChain.run}). */
@@ -207,12 +207,12 @@ export class StageChain implements Downstream<unknown> {
     if ((this.state & DONE) !== 0) return;
     this.state |= DONE;
     this.source?.unsubscribe();
-    this.dispose(Infinity);
+    this.disposeUntil(this);
   }
 
-  /** Disposes the stages still in the chain whose index is below `to`, in order. */
-  private dispose(to: number): void {
-    while (this.first !== this && this.state >> LIVE_SHIFT < to) {
+  /** Disposes the stages still in the chain, in order, up to (not including) `until`. */
+  private disposeUntil(until: Downstream<unknown>): void {
+    while (this.first !== until && this.first !== this) {
       const current = this.first as Stage<any, any>;
       // Out of the chain before it is disposed: a teardown that re-enters the chain does not dispose it twice.
       this.first = current.out;
