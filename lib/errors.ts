@@ -59,16 +59,23 @@ function describe(value: unknown): string {
   }
 }
 
-/** A stream closed but its client did not take the closing frames within the grace period; the adapter drops the connection. */
+/**
+ * A stream closed but its client did not take the closing frames within the grace period (`0`:
+ * the client was not reading when the stream closed); the adapter drops the connection.
+ */
 export class StalledStreamError extends McpRxError {
   override readonly name = 'StalledStreamError';
   /** Stable machine-readable code. */
   override readonly code = 'ERR_MCP_RX_STALLED';
-  /** The grace period that ran out, in milliseconds. */
+  /** The grace period that ran out, in milliseconds (`0`: none was given). */
   override readonly info: { readonly graceMs: number };
 
   constructor(info: { readonly graceMs: number }) {
-    super(`the client took no closing frame within ${info.graceMs} ms of the close; drop the connection`);
+    super(
+      info.graceMs === 0
+        ? 'the client was not reading when the stream closed, so its closing frames were dropped; drop the connection'
+        : `the client took no closing frame within ${info.graceMs} ms of the close; drop the connection`,
+    );
     this.info = info;
   }
 }

@@ -86,8 +86,11 @@ export interface DropOptions {
    * Once the source has completed, how long the queued frames (say, a listen's closing frames)
    * may wait for a sink that takes nothing, in milliseconds, before the stream errors with
    * `StalledStreamError` (the adapter then drops the connection): a closed stream whose client
-   * never reads would otherwise hold its slot forever. A positive integer; default: wait forever.
-   * The endpoint's streams use `keepAliveInterval`.
+   * never reads would otherwise hold its slot forever. A non-negative integer; default: wait
+   * forever. `0`: no wait at all, a stream that completes while frames are queued errors at once
+   * and the queued frames are dropped. The endpoint's streams use `0`, so that a closed stream
+   * (superseded, say) whose client is not reading gives its slot back at once (SECURITY.md: a
+   * principal never holds more than its cap of slots, at any instant).
    */
   readonly stallGraceMs?: number;
   /** Where the grace period's time comes from; defaults to `asyncScheduler`. */
@@ -112,7 +115,7 @@ export function queuePlan(limit: number | QueueLimits, demand$: Observable<boole
   const { notifications, bytes } = queueLimits(limit);
   if (demand$ !== undefined && !isObservable(demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', demand$);
   const stallGraceMs = options?.stallGraceMs;
-  if (stallGraceMs !== undefined) requireInterval('dropWhenQueueExceeds stallGraceMs', stallGraceMs);
+  if (stallGraceMs !== undefined && stallGraceMs !== 0) requireInterval('dropWhenQueueExceeds stallGraceMs', stallGraceMs);
   return {
     notifications,
     bytes,
@@ -120,7 +123,7 @@ export function queuePlan(limit: number | QueueLimits, demand$: Observable<boole
     directDemand: demand$ instanceof Broadcast,
     onDrop,
     stallGraceMs,
-    clock: stallGraceMs === undefined ? undefined : Clock.of(options?.scheduler),
+    clock: stallGraceMs === undefined || stallGraceMs === 0 ? undefined : Clock.of(options?.scheduler),
   };
 }
 
@@ -196,9 +199,11 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
 
   override end(): void {
     if (this.pending === undefined || this.pending.length === 0) return this.finish();
+    const { clock, stallGraceMs } = this.plan;
+    // No grace: the client is not reading now, so its closing frames are dropped with the rest.
+    if (stallGraceMs === 0) return this.fire();
     // The source's completion waits for the queued frames, at most the grace period.
     this.flags |= COMPLETED;
-    const { clock, stallGraceMs } = this.plan;
     if (clock !== undefined) clock.add(this, clock.now() + stallGraceMs!);
   }
 

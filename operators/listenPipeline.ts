@@ -59,7 +59,7 @@ export interface ListenStreamInit extends ListenPipelineInit {
  *            superseded(supersede$), shutdown(shutdown$)], { requestId, mode: closeNotice }),
  * tagSubscriptionId(requestId),
  * dropWhenQueueExceeds({ notifications: listenMaxQueue, bytes: listenMaxQueueBytes }, demand$, onDrop,
- *                      { stallGraceMs: keepAliveInterval, scheduler }),
+ *                      { stallGraceMs: 0 }),
  * ```
  *
  * fused: the same operators' stages run under one subscriber (frames pass from one to the next by
@@ -71,8 +71,9 @@ export interface ListenStreamInit extends ListenPipelineInit {
  * registers the topics, then the ack goes out, then the notifications with keep-alives between,
  * until a server-side close (lifetime cap, token expiry, idle timeout, supersede, shutdown) sends
  * `notifications/cancelled` and the listen result and completes. Unsubscribing (the client went
- * away) sends nothing and releases everything. A closed stream whose client takes nothing for one
- * keep-alive interval errors with `StalledStreamError`.
+ * away) sends nothing and releases everything. A stream that closes while its client is not
+ * reading (frames are queued for it) errors at once with `StalledStreamError`: its closing frames
+ * are dropped and the adapter drops the connection, so a closed stream never holds its slot.
  *
  * @example
  * const demand$ = new BehaviorSubject(true);
@@ -204,8 +205,9 @@ class ListenPlan implements ClosePlan, QueuePlan {
   get onDrop(): DropHandler {
     return onDrop;
   }
+  /** No grace: a stream that closes while its client is not reading ends at once (see `dropWhenQueueExceeds`). */
   get stallGraceMs(): number {
-    return this.shared.options.keepAliveInterval;
+    return 0;
   }
 
   closing(reason: CloseReason): readonly Frame[] {

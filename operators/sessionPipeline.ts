@@ -20,7 +20,7 @@ export interface SessionPipelineInit {
   readonly log: EventLog;
   /** The reconnection time sent as `retry:` in the priming event, in milliseconds (a non-negative integer; the endpoint's `reconnectDelay`, default 1000). */
   readonly reconnectDelay: number;
-  /** Milliseconds between keep-alive comments (a positive integer; default 15 000 at the endpoint); also the stall grace period of a closed stream. */
+  /** Milliseconds between keep-alive comments (a positive integer; default 15 000 at the endpoint). */
   readonly keepAliveInterval: number;
   /** The stream's lifetime cap in milliseconds (a positive integer; default 3 600 000 at the endpoint): the stream ends then and its client reconnects. */
   readonly maxStreamLifetime: number;
@@ -59,7 +59,7 @@ export interface SessionPipelineInit {
  * primeStream(lastEventId, log, reconnectDelay),
  * keepAlive(keepAliveInterval, scheduler),
  * closeWhen([lifetimeCap(maxStreamLifetime), expiresAt(expiresAt), superseded(supersede$), shutdown(shutdown$)], 'end', onClose),
- * dropWhenQueueExceeds(queue, demand$, onDrop, { stallGraceMs: keepAliveInterval, scheduler }),
+ * dropWhenQueueExceeds(queue, demand$, onDrop, { stallGraceMs: 0 }),
  * restoreSubscriptions(restore.uris, restore.subscribe, restore.concurrency, restore.onError),
  * ```
  *
@@ -189,8 +189,9 @@ class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
   get onDrop(): DropHandler | undefined {
     return this.settings.onDrop;
   }
+  /** No grace: a stream that ends while its client is not reading ends at once (its client replays what it missed). */
   get stallGraceMs(): number {
-    return this.settings.keepAliveInterval;
+    return 0;
   }
   get idle(): undefined {
     return undefined;

@@ -241,7 +241,7 @@ test('a client gone mid-frame (an acknowledgment and notifications of about 100 
   });
 });
 
-test('a client that stopped reading and is gone during its closing frames leaks nothing', async () => {
+test('a client that stopped reading when its stream closes is dropped at once, its closing frames with it, leaking nothing', async () => {
   // 1000 distinct 4 KiB URIs: a 4 MiB acknowledgment and 4 MiB of notifications that cannot
   // coalesce, more than the loopback socket buffers hold, so the closing frames wait behind them.
   // (Task notifications would do it with a smaller request, but publishing tasks here changes
@@ -251,13 +251,23 @@ test('a client that stopped reading and is gone during its closing frames leaks 
     const uris = Array.from({ length: 1000 }, (_, i) => `file:///${i}/${'s'.repeat(4096)}`);
     const stalled = rawListen(Number(new URL(url).port), listenBody('s', { resourceSubscriptions: uris }));
     stalled.pause();
+    let closedAt = 0;
+    stalled.on('close', () => (closedAt = Date.now()));
     await eventually(() => endpoint.stats.streams === 1, 3000, 'the stream to open');
+    const openedAt = Date.now();
     for (const uri of uris) hub.notifyResourceUpdated(uri);
-    // The lifetime cap fires at 300 ms; its closing frames queue behind the unread notifications.
-    await new Promise((resolve) => setTimeout(resolve, 450));
-    assert.equal(endpoint.stats.streams, 1, 'still waiting to write the closing frames (grace: one keep-alive interval)');
-    stalled.destroy();
-    await eventually(() => endpoint.stats.streams === 0, 2000, 'the stream to be released');
+    assert.equal(endpoint.stats.slots, 1, 'the notifications are queued for it');
+    // The lifetime cap fires at 300 ms: the client is not reading, so the stream ends then, its
+    // closing frames dropped, and the server drops the connection (not one keep-alive interval later).
+    await eventually(() => endpoint.stats.streams === 0 && endpoint.stats.slots === 0, 1500, 'the stream to be released at its close');
+    const releasedAt = Date.now();
+    assert.ok(releasedAt - openedAt < 1500, `released ${releasedAt - openedAt} ms after it opened (lifetime 300, keep-alive 2000)`);
+    // The client reads again: it finds the connection dropped, and no closing frame ever sent.
+    let received = '';
+    stalled.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    stalled.resume();
+    await eventually(() => closedAt !== 0, 1500, 'the connection to be found dropped');
+    assert.ok(!received.includes('notifications/cancelled'), 'no closing frame was written');
     assert.deepEqual(held(endpoint, hub), NOTHING);
   });
 });

@@ -104,7 +104,7 @@ test('an empty filter still opens a stream that lives until a close reason', () 
   });
 });
 
-test('a busy sink: notifications queue up to listenMaxQueue, the rest are dropped with telemetry, control frames kept', () => {
+test('a busy sink: notifications queue up to listenMaxQueue, the rest are dropped with telemetry; the closing frames follow the queue', () => {
   const drops: unknown[] = [];
   const onDrop = (e: unknown) => drops.push(e);
   channels.drop.subscribe(onDrop);
@@ -117,9 +117,9 @@ test('a busy sink: notifications queue up to listenMaxQueue, the rest are droppe
   demand$.next(false);
   for (const uri of uris) hub.notifyResourceUpdated(uri);
   hub.notifyResourceUpdated(uris[0]!); // coalesced with the pending one: not a drop
-  shutdown$.next();
   assert.equal(frames.length, 1, 'only the ack went out before the sink got busy');
   demand$.next(true);
+  shutdown$.next();
   const methods = frames.map((f) => (f.type === 'message' ? ((f.message as { method?: string }).method ?? 'result') : 'comment'));
   assert.deepEqual(methods, [
     'notifications/subscriptions/acknowledged',
@@ -134,7 +134,7 @@ test('a busy sink: notifications queue up to listenMaxQueue, the rest are droppe
   channels.drop.unsubscribe(onDrop);
 });
 
-test('a closed stream whose client never takes the closing frames errors after one keep-alive interval', () => {
+test('a stream that closes while its client is not reading errors at once: its closing frames are dropped with the queue (the slot goes back now)', () => {
   const scheduler = testScheduler();
   scheduler.run(({ flush }) => {
     const demand$ = new Subject<boolean>();
@@ -151,21 +151,26 @@ test('a closed stream whose client never takes the closing frames errors after o
     scheduler.schedule(() => demand$.next(false), 1);
     flush();
     assert.ok(failure instanceof StalledStreamError);
-    assert.equal(failedAt, 70_000);
+    assert.equal(failedAt, 60_000, 'at the close itself, not one keep-alive interval later');
+    assert.deepEqual((failure as StalledStreamError).info, { graceMs: 0 });
+    assert.equal(frames.length, 1, 'the ack only: no closing frame was written');
   });
-  // The same close with a client that drains: completes, no error.
+  // The same close with a client that drained before it: the closing frames, then completion.
   const healthy = testScheduler();
   healthy.run(({ flush }) => {
     const demand$ = new Subject<boolean>();
     let outcome = '';
+    const frames: Frame[] = [];
     listenStream({ requestId: 1, filter: {}, hub: new Hub(), scheduler: healthy, demand$, options: { maxStreamLifetime: 60_000, keepAliveInterval: 10_000 } }).subscribe({
+      next: (f) => frames.push(f),
       error: () => (outcome = 'error'),
       complete: () => (outcome = 'complete'),
     });
     healthy.schedule(() => demand$.next(false), 1);
-    healthy.schedule(() => demand$.next(true), 65_000);
+    healthy.schedule(() => demand$.next(true), 55_000);
     flush();
     assert.equal(outcome, 'complete');
+    assert.equal(frames.filter((f) => f.type === 'message').length, 3, 'ack, cancelled, result');
   });
 });
 

@@ -1,4 +1,5 @@
-import { Observable, type SchedulerLike } from 'rxjs';
+import { Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { Broadcast, type BroadcastTarget } from '../../lib/broadcast.js';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ResourceAuthorizer, type ServerCapabilities } from '../../lib/filter.js';
@@ -78,10 +79,22 @@ export class ListenStreams {
       throw error;
     }
     // M9: a full server is a capacity problem, answered before anyone is superseded.
-    const slot = this.#closed ? undefined : this.#init.slots.tryAcquire();
-    if (slot === undefined) {
+    const { slots, principals } = this.#init;
+    if (this.#closed || slots.inUse >= slots.capacity) {
       return jsonError(503, id, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
     }
+    // M8, at every instant: the stream counts against its principal from the moment it takes a
+    // slot. Admitted first, so that the principal's streams it supersedes give their slots back
+    // (at once: see QueueStage's stall grace of 0) before this one takes its own; a principal at
+    // its cap never holds one slot more, even while this listen is still being authorized.
+    const admission = principals.admit(context.auth.principal);
+    const slot = slots.tryAcquire();
+    if (slot === undefined) {
+      // Only if a shared pool was taken from inside the supersede: refuse as full.
+      admission.release();
+      return jsonError(503, id, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
+    }
+    const pending = new PendingListen(admission, slot);
     const held: Feed[] = [];
     let authorized;
     try {
@@ -90,11 +103,11 @@ export class ListenStreams {
       authorized = await authorizeListenFilter(filter, access.openHub === hub ? {} : this.#authorizer(context, held));
     } catch (error) {
       for (const feed of held) this.#init.feeds.release(feed);
-      slot.release();
+      pending.abandon();
       throw error;
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
-    return this.#listenResponse(id, authorized, context.auth, slot, lease);
+    return this.#listenResponse(id, authorized, context.auth, pending, lease);
   }
 
   /**
@@ -127,12 +140,15 @@ export class ListenStreams {
 
   // Apart from listen() so that an open stream's closures hold only what the stream needs, not the
   // request, its body and its context (times 10 000 idle streams).
-  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, slot: Slot, lease: FeedLease | undefined): EndpointResponse {
-    const { principal, expiresAt, scopes } = auth;
+  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, pending: PendingListen, lease: FeedLease | undefined): EndpointResponse {
+    const { expiresAt, scopes } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
-        const { principals, hub, options, shutdown$, scheduler } = this.#init;
-        const admission = principals.admit(principal);
+        const { hub, options, shutdown$, scheduler } = this.#init;
+        const { admission, slot } = pending;
+        // Superseded while it was being authorized: it opens and closes at once (ack, then the
+        // closing frames with reason `superseded`), its slot already given back.
+        const late = pending.opened() ? undefined : new Broadcast<void>();
         let stream: Observable<Frame>;
         try {
           stream = listenStream({
@@ -141,7 +157,7 @@ export class ListenStreams {
             hub,
             options,
             expiresAt,
-            supersede$: admission.superseded$,
+            supersede$: late ?? admission.superseded$,
             shutdown$,
             demand$,
             scheduler,
@@ -156,15 +172,63 @@ export class ListenStreams {
         }
         this.#streams++;
         stream.subscribe(subscriber);
+        late?.next();
         // Released after the stream's own teardown (added after it subscribed), as `finalize` would;
         // an object rather than a closure, so that an open stream holds none of this scope.
         return new StreamRelease(this.#closeStream, admission, slot, lease);
       });
     const abandon = () => {
-      slot.release();
+      pending.abandon();
       lease?.release();
     };
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon };
+  }
+}
+
+/**
+ * A listen admitted and holding its slot, not yet opened (its filter is being authorized, or its
+ * response is on its way to the adapter). If a newer listen of its principal supersedes it
+ * meanwhile, its slot is given back at once: a principal's streams never hold more slots than its
+ * cap, opened or not.
+ */
+class PendingListen implements BroadcastTarget {
+  // The supersede signal followed until the stream opens: attached to (our own registry's
+  // Broadcast: nothing allocated, and it keeps no Subject for the stream's life) or subscribed.
+  #watch: Subscription | undefined;
+  #displaced = false;
+
+  constructor(
+    readonly admission: Admission,
+    readonly slot: Slot,
+  ) {
+    const signal$ = admission.superseded$;
+    if (signal$ instanceof Broadcast) signal$.attach(this);
+    else this.#watch = signal$.subscribe(() => this.onBroadcast());
+  }
+
+  onBroadcast(): void {
+    this.#displaced = true;
+    this.slot.release();
+  }
+
+  /** The stream opens: from now on its close stage follows the supersede signal. False if it was superseded before. */
+  opened(): boolean {
+    this.#stopWatching();
+    return !this.#displaced;
+  }
+
+  /** Never opened (refused, or the client left): gives back its place and its slot. Idempotent. */
+  abandon(): void {
+    this.#stopWatching();
+    this.admission.release();
+    this.slot.release();
+  }
+
+  #stopWatching(): void {
+    const signal$ = this.admission.superseded$;
+    if (signal$ instanceof Broadcast) signal$.detach(this);
+    this.#watch?.unsubscribe();
+    this.#watch = undefined;
   }
 }
 

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
 import { BehaviorSubject, NEVER, of, Subject, take } from 'rxjs';
-import { InvalidOptionError } from '../../lib/errors.js';
+import { InvalidOptionError, StalledStreamError } from '../../lib/errors.js';
 import { controlFrame, KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../../lib/frame.js';
 import { dropWhenQueueExceeds } from '../../operators/dropWhenQueueExceeds.js';
 import { testScheduler } from '../helpers/marbles.js';
@@ -58,6 +58,44 @@ test('completes only after the held frames are written', () => {
     const expected = '           -a------(b|)';
     expectObservable(source.pipe(dropWhenQueueExceeds(10, demand))).toBe(expected, F);
   });
+});
+
+test('stallGraceMs: a completion that waits longer than the grace for a busy sink errors with StalledStreamError', () => {
+  testScheduler().run(({ hot, expectObservable }) => {
+    const demand = hot<boolean>('--f---------------', T);
+    const source = hot<Frame>('  -a-b|', F);
+    // Completed at 4 with b held; the sink never drains: 10 frames later, the error.
+    const expected = '           -a------------#';
+    expectObservable(source.pipe(dropWhenQueueExceeds(10, demand, undefined, { stallGraceMs: 10 }))).toBe(expected, F, new StalledStreamError({ graceMs: 10 }));
+  });
+  testScheduler().run(({ hot, expectObservable }) => {
+    const demand = hot<boolean>('--f-----t---------', T);
+    const source = hot<Frame>('  -a-b|', F);
+    const expected = '           -a------(b|)';
+    expectObservable(source.pipe(dropWhenQueueExceeds(10, demand, undefined, { stallGraceMs: 10 }))).toBe(expected, F);
+  });
+});
+
+test('stallGraceMs 0: a completion while frames are held errors at once, dropping them; with nothing held it completes', () => {
+  testScheduler().run(({ hot, expectObservable }) => {
+    const demand = hot<boolean>('--f-----t---', T);
+    const source = hot<Frame>('  -a-b|', F);
+    const expected = '           -a--#';
+    expectObservable(source.pipe(dropWhenQueueExceeds(10, demand, undefined, { stallGraceMs: 0 }))).toBe(expected, F, new StalledStreamError({ graceMs: 0 }));
+  });
+  testScheduler().run(({ hot, expectObservable }) => {
+    // Busy, but nothing held when the source completes (the keep-alive is skipped): it completes.
+    const demand = hot<boolean>('--f-----t---', T);
+    const source = hot<Frame>('  -a-k|', F);
+    const expected = '           -a--|';
+    expectObservable(source.pipe(dropWhenQueueExceeds(10, demand, undefined, { stallGraceMs: 0 }))).toBe(expected, F);
+  });
+  for (const stallGraceMs of [-1, 1.5, Number.NaN]) {
+    assert.throws(
+      () => dropWhenQueueExceeds(10, NEVER, undefined, { stallGraceMs }),
+      (error: unknown) => error instanceof InvalidOptionError && /^dropWhenQueueExceeds stallGraceMs must be/.test(error.message),
+    );
+  }
 });
 
 test('forwards an error at once, discarding held frames', () => {

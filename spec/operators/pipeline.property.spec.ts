@@ -190,8 +190,7 @@ function pipedListen(input: Setup, between: () => MonoTypeOperatorFunction<Frame
       tagSubscriptionId(input.requestId),
       between(),
       dropWhenQueueExceeds({ notifications: input.listenMaxQueue, bytes: input.listenMaxQueueBytes }, signals.demand$, undefined, {
-        stallGraceMs: input.keepAliveInterval,
-        scheduler,
+        stallGraceMs: 0,
       }),
     );
 }
@@ -243,8 +242,7 @@ function pipedSession(input: Setup, between: () => MonoTypeOperatorFunction<Fram
       ),
       between(),
       dropWhenQueueExceeds({ notifications: input.listenMaxQueue, bytes: input.listenMaxQueueBytes }, signals.demand$, undefined, {
-        stallGraceMs: input.keepAliveInterval,
-        scheduler,
+        stallGraceMs: 0,
       }),
     );
   };
