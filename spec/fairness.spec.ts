@@ -1,7 +1,9 @@
-// Issue "hostile clients", class 3: fairness between principals on every path. GET streams pass
-// the per-principal cap (DESIGN M8: the principal's oldest stream of either kind is superseded),
-// and a principal holds at most maxSessionsPerPrincipal sessions (its least recently used one is
-// ended), so that one client can neither hold every slot nor lock others out of sessions.
+// Issue "hostile clients", class 3, and "Hostile clients II" item 5: fairness between principals
+// on every path. Listens pass the per-principal listen cap (DESIGN M8: the principal's oldest
+// listen is superseded); legacy GET streams are one per session and bounded by the principal's
+// sessions (maxSessionsPerPrincipal: its least recently used session is ended), never by the
+// listen cap, so that many sessions of one principal keep their streams without a reconnect loop
+// and one client can neither hold every slot nor lock others out of sessions.
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
 import type { AuthInfo } from '../lib/auth.js';
@@ -15,38 +17,41 @@ import { collecting } from './helpers/telemetry.js';
 const byHeader = (request: EndpointRequest): AuthInfo => ({ principal: `user:${request.header('x-principal') ?? 'anon'}`, scopes: new Set() });
 const as = (principal: string) => ({ 'x-principal': principal });
 
-test('M8 for GET streams: a principal over its cap loses its oldest stream of either kind; a GET one ends cleanly; other principals are untouched', async () => {
+test('listens and GET streams are counted apart: GET streams never supersede a listen or another session\'s GET; a listen supersedes only its principal\'s oldest listen', async () => {
   await collecting<StopEvent>(channels.stop, async (stops) => {
     const server = await startEndpoint({ authenticate: byHeader, maxListensPerPrincipal: 2 });
     try {
       const other = await SseConnection.open(server.url, listenBody('other', { toolsListChanged: true }), { ...LISTEN_HEADERS, ...as('b') });
-      const listen = await SseConnection.open(server.url, listenBody('oldest', { toolsListChanged: true }), { ...LISTEN_HEADERS, ...as('a') });
-      await listen.until((c) => c.messages.length === 1);
-      const s1 = await initialize(server.url, { headers: as('a') });
-      const s2 = await initialize(server.url, { headers: as('a') });
-      const get1 = GetStream.open(server.url, s1.sessionId, { headers: as('a') });
-      await eventually(() => server.endpoint.stats.streams === 3, 3000, 'the first GET');
-      // The third stream of `a`: its oldest (the listen) is superseded with its closing frames.
-      const get2 = GetStream.open(server.url, s2.sessionId, { headers: as('a') });
-      await listen.until((c) => c.ended, 3000, 'the oldest listen to be superseded');
-      assert.equal(listen.messages.at(-2)?.method, 'notifications/cancelled');
-      assert.equal(listen.messages.at(-2)?.params.reason, 'superseded');
+      const oldest = await SseConnection.open(server.url, listenBody('oldest', { toolsListChanged: true }), { ...LISTEN_HEADERS, ...as('a') });
+      await oldest.until((c) => c.messages.length === 1);
+      // Four sessions of `a`, each with its GET stream: more than its listen cap, and nothing is superseded.
+      const gets: GetStream[] = [];
+      for (let i = 0; i < 4; i++) {
+        const s = await initialize(server.url, { headers: as('a') });
+        gets.push(GetStream.open(server.url, s.sessionId, { headers: as('a') }));
+      }
+      await eventually(() => server.endpoint.stats.streams === 6, 3000, 'two listens and four GET streams');
+      assert.equal(oldest.ended, false, 'a GET stream never supersedes a listen');
+      assert.ok(gets.every((get) => !get.ended), 'nor another session\'s GET stream');
+      assert.equal(server.endpoint.principals.count('user:a'), 1, 'only listens count under the listen cap');
+      // Two more listens of `a`: its oldest listen (only) is superseded with its closing frames.
+      const second = await SseConnection.open(server.url, listenBody('second', { toolsListChanged: true }), { ...LISTEN_HEADERS, ...as('a') });
+      const third = await SseConnection.open(server.url, listenBody('third', { toolsListChanged: true }), { ...LISTEN_HEADERS, ...as('a') });
+      await oldest.until((c) => c.ended, 3000, 'the oldest listen to be superseded');
+      assert.equal(oldest.messages.at(-2)?.method, 'notifications/cancelled');
+      assert.equal(oldest.messages.at(-2)?.params.reason, 'superseded');
       assert.ok(stops.some((stop) => stop.reason === 'superseded'));
-      // A third session's GET: now the oldest of `a` is get1, which ends cleanly (its client reconnects).
-      const s3 = await initialize(server.url, { headers: as('a') });
-      await eventually(() => server.endpoint.stats.streams === 3, 3000, 'two GETs of a and the listen of b');
-      const get3 = GetStream.open(server.url, s3.sessionId, { headers: as('a') });
-      await get1.untilEnded();
-      assert.ok(get1.endedCleanly, 'the superseded GET stream ends cleanly');
-      await eventually(() => server.endpoint.stats.streams === 3 && server.endpoint.stats.principals === 2, 3000, 'a holds its cap, b its stream');
+      await third.until((c) => c.messages.length === 1);
+      assert.equal(second.ended, false);
+      assert.ok(gets.every((get) => !get.ended), 'the GET streams are untouched');
+      assert.equal(other.ended, false, 'the other principal is never touched');
       assert.equal(server.endpoint.principals.count('user:a'), 2);
       assert.equal(server.endpoint.principals.count('user:b'), 1);
-      assert.equal(other.ended, false, 'the other principal is never touched');
-      // The superseded session is still there: its next GET (a reconnect) works and supersedes in turn.
-      assert.equal((await call(server.url, s1.sessionId, 1, 'ping', undefined, as('a'))).status, 200);
-      other.destroy();
-      get2.destroy();
-      get3.destroy();
+      // Every change reaches every GET stream of `a`.
+      server.hub.notifyToolsChanged();
+      for (const get of gets) await get.until((g) => g.text.includes('tools/list_changed'), 3000, 'the change on each GET stream');
+      for (const connection of [other, second, third]) connection.destroy();
+      for (const get of gets) get.destroy();
       await eventually(() => server.endpoint.stats.slots === 0 && server.endpoint.stats.principals === 0, 3000, 'everything released');
     } finally {
       await server.close();
@@ -54,16 +59,17 @@ test('M8 for GET streams: a principal over its cap loses its oldest stream of ei
   });
 });
 
-test('one principal holding every slot with GET streams is impossible: another principal still gets its first listen', async () => {
-  const server = await startEndpoint({ authenticate: byHeader, maxStreams: 8, maxListensPerPrincipal: 4 });
+test('--max-sessions-per-principal 2 --max-streams 8: a principal that opens ten sessions with GET streams leaves slots for another principal\'s listen', async () => {
+  const server = await startEndpoint({ authenticate: byHeader, maxStreams: 8, maxSessionsPerPrincipal: 2 });
   try {
     const gets: GetStream[] = [];
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 10; i++) {
       const s = await initialize(server.url, { headers: as('hog') });
       gets.push(GetStream.open(server.url, s.sessionId, { headers: as('hog') }));
-      await eventually(() => server.endpoint.principals.count('user:hog') === Math.min(i + 1, 4), 3000, `GET ${i}`);
+      await eventually(() => server.endpoint.stats.streams === Math.min(i + 1, 2), 3000, `GET ${i}`);
+      assert.ok(server.endpoint.stats.slots <= 2, `GET ${i}: the hog holds at most its two sessions' slots, holds ${server.endpoint.stats.slots}`);
     }
-    await eventually(() => server.endpoint.stats.slots <= 4, 3000, 'the superseded GET streams to give back their slots');
+    assert.equal(gets.filter((get) => get.ended).length, 8, 'the least recently used sessions ended with their streams');
     const listen = await SseConnection.open(server.url, listenBody(1, { toolsListChanged: true }), { ...LISTEN_HEADERS, ...as('polite') });
     assert.equal(listen.status, 200, 'not 503');
     await listen.until((c) => c.messages.length === 1);

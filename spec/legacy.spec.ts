@@ -191,7 +191,7 @@ test('L9/L10: DELETE ends the session (204): its GET stream ends, its subscripti
     const sid = await session(url);
     const get = await openStream(server, sid, 1);
     assert.equal(okBody(1), (await call(url, sid, 1, 'resources/subscribe', { uri: 'file:///a' })).body);
-    assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 1, sessions: 1, sessionSubscriptions: 2 });
+    assert.deepEqual(endpoint.stats, { streams: 1, slots: 1, principals: 0, sessions: 1, sessionSubscriptions: 2 });
     assert.equal(hub.size.subscriptions, 4, 'tools, prompts, resources list changes and file:///a');
     assert.equal(store.size, 1);
 

@@ -311,23 +311,68 @@ test('list changes: sessions share one hub registration per topic, and a session
   assert.equal(hub.size, { topics: 0, subscriptions: 0 }, 'the registration goes with the last session that listens');
 });
 
-test('a GET stream closed as it opens (a cap that supersedes it at once) gives back its slot and its place', async () => {
-  let released = 0;
-  // A cluster-wide cap (PrincipalCap) may tell a stream it is superseded as soon as it subscribes.
-  const principals: PrincipalCap = {
-    maxPerPrincipal: 1,
-    size: 0,
-    count: () => 0,
-    admit: () => ({ superseded$: of(undefined), release: () => void released++ }),
-  };
-  const endpoint = new McpEndpoint({ hub: new Hub(), principals });
+test('a GET stream replaced while it is still opening gives its slot back at once and ends as it opens; one session never holds two slots', async () => {
+  const endpoint = new McpEndpoint({ hub: new Hub() });
+  const init = await endpoint.handle(request('POST', { ...INIT_HEADERS }, rpcBody(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {} })));
+  const sessionId = (init as { headers: Record<string, string> }).headers['Mcp-Session-Id']!;
+  const get = () => endpoint.handle(request('GET', { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' }));
+  // Two GETs of one session answered before either is opened (their responses on their way to the adapter).
+  const first = (await get()) as Extract<EndpointResponse, { kind: 'stream' }>;
+  assert.is(endpoint.stats.slots, 1);
+  const second = (await get()) as Extract<EndpointResponse, { kind: 'stream' }>;
+  assert.is(endpoint.stats.slots, 1, 'the second replaced the first before taking its slot');
+  let firstCompleted = false;
+  first.open(new BehaviorSubject(true)).subscribe({ complete: () => (firstCompleted = true) });
+  assert.ok(firstCompleted, 'the replaced one ends as it opens');
+  assert.is(endpoint.stats.streams, 0);
+  const frames: Frame[] = [];
+  const live = second.open(new BehaviorSubject(true)).subscribe((frame) => frames.push(frame));
+  assert.is(endpoint.stats.streams, 1);
+  assert.is(endpoint.stats.slots, 1);
+  assert.is(frames.length, 1, 'the newest one is primed and live');
+  first.abandon();
+  assert.is(endpoint.stats.slots, 1, 'abandoning the replaced one gives back nothing twice');
+  live.unsubscribe();
+  assert.is(endpoint.stats.slots, 0);
+  // A GET answered and never opened (its client left) gives its slot back.
+  const third = (await get()) as Extract<EndpointResponse, { kind: 'stream' }>;
+  assert.is(endpoint.stats.slots, 1);
+  third.abandon();
+  assert.is(endpoint.stats.slots, 0);
+  endpoint.close();
+});
+
+test('a GET stream closed as it opens (the endpoint shut down in between) gives back its slot', async () => {
+  const endpoint = new McpEndpoint({ hub: new Hub() });
   const open = await sessionStream(endpoint);
+  assert.is(endpoint.stats.slots, 1);
+  endpoint.close();
   let completed = false;
   open(new BehaviorSubject(true)).subscribe({ complete: () => (completed = true) });
   assert.ok(completed, 'the stream ended at once');
   assert.is(endpoint.stats.streams, 0);
   assert.is(endpoint.stats.slots, 0, 'its slot is given back');
-  assert.ok(released > 0, 'its place in the cap is given back');
+});
+
+test('GET streams are not admitted through the per-principal listen cap (DESIGN L9: one per session)', async () => {
+  let admitted = 0;
+  const principals: PrincipalCap = {
+    maxPerPrincipal: 1,
+    size: 0,
+    count: () => 0,
+    admit: () => {
+      admitted++;
+      return { superseded$: of(undefined), release: () => {} };
+    },
+  };
+  const endpoint = new McpEndpoint({ hub: new Hub(), principals });
+  const open = await sessionStream(endpoint);
+  let completed = false;
+  const stream = open(new BehaviorSubject(true)).subscribe({ complete: () => (completed = true) });
+  assert.is(admitted, 0, 'not admitted');
+  assert.not.ok(completed, 'not superseded');
+  assert.is(endpoint.stats.streams, 1);
+  stream.unsubscribe();
   endpoint.close();
 });
 

@@ -31,7 +31,7 @@ export interface EndpointStats {
   readonly streams: number;
   /** Slots held in the (possibly shared) pool. */
   readonly slots: number;
-  /** Principals with at least one live stream. */
+  /** Principals with at least one listen stream (admitted or open); legacy GET streams are bounded by sessions instead. */
   readonly principals: number;
   /** Legacy sessions held on this node (live, or in their grace period, or idle until evicted). */
   readonly sessions: number;
@@ -61,7 +61,7 @@ export class McpEndpoint {
   readonly hub: Hub;
   /** The server-wide stream slots (the `slots` option, or a pool of `maxStreams`). */
   readonly slots: StreamSlots;
-  /** The per-principal cap streams are admitted through (the `principals` option, or a registry of `maxListensPerPrincipal`). */
+  /** The per-principal cap listen streams are admitted through (the `principals` option, or a registry of `maxListensPerPrincipal`). */
   readonly principals: PrincipalCap;
   /** The listen options with their defaults filled in (durations in milliseconds). */
   readonly listenOptions: Readonly<ListenOptions>;
@@ -134,7 +134,6 @@ export class McpEndpoint {
             maxQueueBytes: listenOptions.listenMaxQueueBytes,
             maxStreamLifetime: listenOptions.maxStreamLifetime,
             slots: this.slots,
-            principals: this.principals,
             scheduler: this.#scheduler,
             eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
             bus: options.sessionBus,

@@ -4,7 +4,6 @@ import { type SourceRegistration, StageObservable } from '../../../operators/sta
 import { Clock } from '../../../lib/clock.js';
 import type { RequestContext } from '../../../lib/context.js';
 import type { Frame, MessageFrame } from '../../../lib/frame.js';
-import type { Admission } from '../../../lib/principals.js';
 import type { Slot } from '../../../lib/slots.js';
 import { channels, reportError } from '../../../lib/telemetry.js';
 import { endStream, type FeedEntry, type ListChanges, type LiveSession, scopesOf, type SessionStream } from './liveSession.js';
@@ -24,6 +23,28 @@ export interface StreamOwner {
   readonly lists: ListChanges;
   /** True once the sessions are closed (server shutdown): no stream opens, none waits for a reconnect. */
   isClosed(): boolean;
+  /** The GET streams that hold a slot and have not opened yet, by session (at most one each). */
+  readonly opening: Map<LiveSession, PendingGet>;
+}
+
+/**
+ * A GET stream that holds its slot and has not opened yet (its response is on its way to the
+ * adapter). A newer GET of the same session replaces it before taking a slot of its own: its slot
+ * is given back at once and it ends as soon as it opens. @internal
+ */
+export class PendingGet {
+  #replaced = false;
+
+  constructor(readonly slot: Slot) {}
+
+  get replaced(): boolean {
+    return this.#replaced;
+  }
+
+  replace(): void {
+    this.#replaced = true;
+    this.slot.release();
+  }
 }
 
 /**
@@ -38,18 +59,37 @@ export function openGetStream(
   context: RequestContext,
   shutdown$: Observable<void>,
 ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
-  const slot = owner.isClosed() || session.ended ? undefined : owner.init.slots.tryAcquire();
+  if (owner.isClosed() || session.ended) return undefined;
+  // One GET stream per session at every instant (DESIGN L9): this one replaces the session's stream,
+  // opened or still opening, before it takes a slot. A principal's GET streams are so bounded by its
+  // sessions (maxSessionsPerPrincipal), never by the listen cap: a GET never ends another session's.
+  owner.opening.get(session)?.replace();
+  owner.opening.delete(session);
+  endStream(session);
+  const slot = owner.init.slots.tryAcquire();
   if (slot === undefined) return undefined;
+  const pending = new PendingGet(slot);
+  owner.opening.set(session, pending);
+  const opened = () => {
+    if (owner.opening.get(session) === pending) owner.opening.delete(session);
+  };
   const open = (demand$: Observable<boolean>) =>
-    new Observable<Frame>((subscriber) => subscribeGetStream(owner, session, slot, lastEventId, context, shutdown$, demand$, subscriber));
-  return { open, abandon: () => slot.release() };
+    new Observable<Frame>((subscriber) => {
+      opened();
+      subscribeGetStream(owner, session, pending, lastEventId, context, shutdown$, demand$, subscriber);
+    });
+  const abandon = () => {
+    opened();
+    slot.release();
+  };
+  return { open, abandon };
 }
 
 // Apart from openGetStream() so that an open stream's closures hold only what the stream needs.
 function subscribeGetStream(
   owner: StreamOwner,
   session: LiveSession,
-  slot: Slot,
+  pending: PendingGet,
   lastEventId: string | undefined,
   context: RequestContext,
   shutdown$: Observable<void>,
@@ -58,23 +98,20 @@ function subscribeGetStream(
 ): void {
   const { init } = owner;
   const { scheduler } = init;
+  const { slot } = pending;
   const expiry = context.auth.expiresAt;
-  // A credential already expired gets nothing, not even the replay.
-  if (session.ended || owner.isClosed() || (expiry !== undefined && expiry <= scheduler.now())) {
+  // Replaced by a newer GET while opening; a credential already expired gets nothing, not even the replay.
+  if (pending.replaced || session.ended || owner.isClosed() || (expiry !== undefined && expiry <= scheduler.now())) {
     slot.release();
     subscriber.complete();
     return;
   }
-  // The GET this one replaces leaves the principal's count before this one is admitted.
   endStream(session);
-  // DESIGN M8 for GET streams too: over the cap, the principal's oldest stream of either
-  // kind is superseded (a GET one ends cleanly, and its client reconnects).
-  const admission = init.principals.admit(context.auth.principal);
   // Restore what is on the record but not live (after a grace period ran out, or on another node).
   const unrestored = session.uris.filter((uri) => session.live.get(uri) === undefined);
   // The request's context is kept only where a subscribe can still come for the stream's principal
   // (a fleet relays them); a fresh session's stream (nothing to restore) holds none of the request.
-  const handle = new StreamHandle(owner, session, admission, slot, init.bus === undefined ? undefined : context);
+  const handle = new StreamHandle(owner, session, slot, init.bus === undefined ? undefined : context);
   session.stream = handle;
   session.scopes = scopesOf(context);
   session.announce();
@@ -89,10 +126,10 @@ function subscribeGetStream(
     stream$ = feed$.pipe(
       // DESIGN L7–L9 as one composite operator: replay after Last-Event-ID, the priming event,
       // keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
-      // subscriptions are authorized again on restore), token expiry, supersede and shutdown,
-      // the bounded queue, and the restore of the persisted subscriptions. A close trigger cuts
-      // the feed (the handle): the session lets go of the stream at once, while the stream
-      // writes what it holds.
+      // subscriptions are authorized again on restore), token expiry and shutdown, the bounded
+      // queue, and the restore of the persisted subscriptions. A close trigger cuts the feed (the
+      // handle): the session lets go of the stream at once, while the stream writes what it holds
+      // (nothing, if its client is not reading: it then ends at once and replays on reconnect).
       sessionPipeline({
         lastEventId,
         log: session.log,
@@ -100,7 +137,6 @@ function subscribeGetStream(
         keepAliveInterval: init.keepAliveInterval,
         maxStreamLifetime: init.maxStreamLifetime,
         expiresAt: expiry,
-        supersede$: admission.superseded$,
         shutdown$,
         queue: { notifications: init.maxQueue, bytes: init.maxQueueBytes },
         demand$,
@@ -142,8 +178,8 @@ const RELEASED = 2;
 /**
  * A GET stream of a session, the one object the endpoint keeps for it: its pipeline's source (the
  * session registers the pipeline's first stage through it) and what the stream gives back once it
- * has ended. A close trigger cuts it (the session lets go of the stream at once, its place in the
- * principal's cap too, while the stream writes what it holds); the pipeline's teardown, whatever
+ * has ended. A close trigger cuts it (the session lets go of the stream at once, while the stream
+ * writes what it holds); the pipeline's teardown, whatever
  * the reason, unsubscribes it: the slot is given back and the session waits for a reconnect.
  */
 class StreamHandle implements SessionStream, SourceRegistration {
@@ -153,7 +189,6 @@ class StreamHandle implements SessionStream, SourceRegistration {
   constructor(
     private readonly owner: StreamOwner,
     readonly session: LiveSession,
-    readonly admission: Admission,
     private readonly slot: Slot,
     readonly context: RequestContext | undefined,
   ) {}
@@ -178,7 +213,6 @@ class StreamHandle implements SessionStream, SourceRegistration {
   unsubscribe(): void {
     if ((this.#state & RELEASED) !== 0) return;
     this.#state |= RELEASED;
-    this.admission.release();
     this.slot.release();
     detach(this.owner, this);
   }

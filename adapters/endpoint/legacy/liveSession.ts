@@ -4,7 +4,6 @@ import { EventIdStage } from '../../../operators/withEventIds.js';
 import type { RequestContext } from '../../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js';
 import type { Hub, HubTarget } from '../../../lib/hub.js';
-import type { Admission } from '../../../lib/principals.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
@@ -31,8 +30,6 @@ export interface FeedEntry {
 export interface SessionStream {
   /** The pipeline's first stage, once the pipeline is subscribed: where the session's frames go. */
   entry: FeedEntry | undefined;
-  /** Its place in the principal's cap: given back as soon as the stream is ended. */
-  readonly admission: Admission;
   /**
    * The GET request's context, whose principal the subscribes relayed from another node of a
    * fleet run as; kept in a fleet only.
@@ -270,7 +267,6 @@ function reportSourceError(error: unknown): void {
 export function endStream(session: LiveSession, handle: SessionStream | undefined = session.stream): void {
   if (handle === undefined || session.stream !== handle) return;
   session.stream = undefined;
-  handle.admission.release();
   const entry = handle.entry;
   handle.entry = undefined;
   entry?.complete();

@@ -3,7 +3,6 @@ import { InvalidOptionError } from '../../../lib/errors.js';
 import type { ServerCapabilities } from '../../../lib/filter.js';
 import type { Hub } from '../../../lib/hub.js';
 import { milliseconds, positiveInteger } from '../../../lib/options.js';
-import type { PrincipalCap } from '../../../lib/principals.js';
 import type { ServerInfo } from '../../../lib/protocol.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionBus, SessionStore } from '../../../lib/session.js';
@@ -108,8 +107,6 @@ export interface LegacySessionsInit {
   /** The byte budget of a GET stream's queue for a client that is not reading (`listenMaxQueueBytes`). */
   readonly maxQueueBytes: number;
   readonly slots: StreamSlots;
-  /** The per-principal cap GET streams are admitted through, shared with listen streams (DESIGN M8). */
-  readonly principals: PrincipalCap;
   readonly scheduler: SchedulerLike;
   /** The event log of a session (its ids and replay buffer): a `ReplayBuffer` in process, a shared log in a fleet. */
   readonly eventLog: (sessionId: string) => EventLog;

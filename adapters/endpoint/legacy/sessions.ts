@@ -50,7 +50,7 @@ export class LegacySessions {
     if (capabilities.prompts) listTopics.push('prompts');
     if (capabilities.resources) listTopics.push('resources');
     this.#lists = new ListChanges(init.hub, Object.freeze(listTopics), this.#sessions);
-    this.#owner = { init, lists: this.#lists, isClosed: () => this.#closed };
+    this.#owner = { init, lists: this.#lists, isClosed: () => this.#closed, opening: new Map() };
     this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
   }
 
