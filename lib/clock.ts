@@ -131,6 +131,14 @@ export class Clock {
     return new OneShot(this, this.now() + ms, fn);
   }
 
+  /**
+   * Calls `fn` once at `due`, a time of the scheduler (a deadline on a clock other than its
+   * stream's, say). Unsubscribe to cancel.
+   */
+  at(due: number, fn: () => void): { unsubscribe(): void } {
+    return new OneShot(this, due, fn);
+  }
+
   /** Unschedules `entry`; nothing if it is not scheduled. */
   remove(entry: ClockEntry): void {
     const slot = entry.slot;

@@ -24,10 +24,10 @@ export {
   DEFAULT_LISTEN_OPTIONS,
   DEFAULT_STREAM_LIMITS,
   MAX_TIMER_DELAY,
-  positiveInteger,
   resolveListenOptions,
   resolveStreamLimits,
 } from './options.js';
+export { positiveInteger } from './validate.js';
 export type { CloseNoticeMode, ListenOptions, StreamLimits } from './options.js';
 
 /* Frames and encoding */

@@ -3,7 +3,7 @@
  * (DESIGN M13).
  */
 import { MAX_TIMER_DELAY } from './clock.js';
-import { InvalidOptionError } from './errors.js';
+import { knownKeys, milliseconds, oneOf, positiveInteger } from './validate.js';
 
 /** What a server-side close sends before the stream ends (DESIGN M7). */
 export type CloseNoticeMode = 'cancelled-then-result' | 'result-only';
@@ -95,6 +95,8 @@ export const DEFAULT_STREAM_LIMITS: Readonly<StreamLimits> = Object.freeze({
 });
 
 const CLOSE_NOTICE_MODES: readonly CloseNoticeMode[] = ['cancelled-then-result', 'result-only'];
+const LISTEN_OPTION_NAMES = Object.keys(DEFAULT_LISTEN_OPTIONS) as (keyof ListenOptions)[];
+const STREAM_LIMIT_NAMES = Object.keys(DEFAULT_STREAM_LIMITS) as (keyof StreamLimits)[];
 
 /**
  * Completes listen options with their defaults and refuses any value the library cannot use.
@@ -124,7 +126,7 @@ const CLOSE_NOTICE_MODES: readonly CloseNoticeMode[] = ['cancelled-then-result',
  * @see positiveInteger
  */
 export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<ListenOptions> {
-  const given = knownEntries(input, DEFAULT_LISTEN_OPTIONS);
+  const given = knownKeys('options', input, LISTEN_OPTION_NAMES);
   const pick = <K extends keyof ListenOptions>(key: K): unknown => (given[key] === undefined ? DEFAULT_LISTEN_OPTIONS[key] : given[key]);
   return Object.freeze({
     keepAliveInterval: milliseconds('keepAliveInterval', pick('keepAliveInterval')),
@@ -132,7 +134,7 @@ export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<L
     maxStreamLifetime: milliseconds('maxStreamLifetime', pick('maxStreamLifetime')),
     listenMaxQueue: positiveInteger('listenMaxQueue', pick('listenMaxQueue')),
     listenMaxQueueBytes: positiveInteger('listenMaxQueueBytes', pick('listenMaxQueueBytes'), 'bytes'),
-    closeNotice: closeNoticeMode(pick('closeNotice')),
+    closeNotice: oneOf('closeNotice', pick('closeNotice'), CLOSE_NOTICE_MODES),
   });
 }
 
@@ -157,64 +159,10 @@ export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<L
  * @see resolveListenOptions
  */
 export function resolveStreamLimits(input?: Partial<StreamLimits>): Readonly<StreamLimits> {
-  const given = knownEntries(input, DEFAULT_STREAM_LIMITS);
+  const given = knownKeys('options', input, STREAM_LIMIT_NAMES);
   const pick = <K extends keyof StreamLimits>(key: K): unknown => (given[key] === undefined ? DEFAULT_STREAM_LIMITS[key] : given[key]);
   return Object.freeze({
     maxListensPerPrincipal: positiveInteger('maxListensPerPrincipal', pick('maxListensPerPrincipal')),
     maxStreams: positiveInteger('maxStreams', pick('maxStreams')),
   });
-}
-
-/**
- * Returns `value` if it is a positive safe integer, else throws an error naming the option.
- *
- * The shared validator for counts and durations: `0`, negatives, fractions, `NaN`,
- * `Infinity`, numbers beyond `Number.MAX_SAFE_INTEGER`, numeric strings and bigints are
- * all refused, because each of them would quietly mean something else to a timer or a
- * queue. Give `unit` to say what the number counts in the message.
- *
- * @example
- * ```ts
- * positiveInteger('maxStreams', 500); // → 500
- * positiveInteger('keepAliveInterval', 1.5, 'milliseconds');
- * // throws InvalidOptionError: keepAliveInterval must be a positive integer of milliseconds, got 1.5
- * ```
- *
- * @param name The option's name, as the caller wrote it.
- * @param value The value to check; any value.
- * @param unit What the integer counts, e.g. `'milliseconds'`; omitted for plain counts.
- * @returns `value`, typed as a number.
- * @throws {InvalidOptionError} when `value` is not a positive safe integer.
- * @see resolveListenOptions
- * @see resolveStreamLimits
- */
-export function positiveInteger(name: string, value: unknown, unit?: string): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value;
-  throw new InvalidOptionError(name, unit === undefined ? 'a positive integer' : `a positive integer of ${unit}`, value);
-}
-
-/** Like {@link positiveInteger} for a duration in milliseconds, also capped at {@link MAX_TIMER_DELAY}. */
-export function milliseconds(name: string, value: unknown): number {
-  const delay = positiveInteger(name, value, 'milliseconds');
-  if (delay > MAX_TIMER_DELAY) {
-    throw new InvalidOptionError(name, `a positive integer of milliseconds no greater than ${MAX_TIMER_DELAY}`, value);
-  }
-  return delay;
-}
-
-function closeNoticeMode(value: unknown): CloseNoticeMode {
-  const mode = CLOSE_NOTICE_MODES.find((candidate) => candidate === value);
-  if (mode === undefined) throw new InvalidOptionError('closeNotice', '"cancelled-then-result" or "result-only"', value);
-  return mode;
-}
-
-/** The caller's entries, after refusing a non-object input and any key `defaults` lacks. */
-function knownEntries<T extends object>(input: unknown, defaults: T): Partial<Record<keyof T, unknown>> {
-  if (input === undefined || input === null) return {};
-  if (typeof input !== 'object' || Array.isArray(input)) throw new InvalidOptionError('options', 'an object', input);
-  const known = Object.keys(defaults);
-  for (const key of Object.keys(input)) {
-    if (!known.includes(key)) throw new InvalidOptionError(key, `one of the known options (${known.join(', ')})`, (input as Record<string, unknown>)[key]);
-  }
-  return input as Partial<Record<keyof T, unknown>>;
 }

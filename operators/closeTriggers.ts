@@ -1,8 +1,11 @@
-import { asyncScheduler, isObservable, Observable, Subject, Subscriber, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, Subject, type SchedulerLike } from 'rxjs';
 import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
 import { Clock, type ClockEntry } from '../lib/clock.js';
-import { InvalidOptionError } from '../lib/errors.js';
-import type { CloseReason, Frame } from '../lib/frame.js';
+import { controlFrame, type CloseReason, type Frame } from '../lib/frame.js';
+import type { JsonRpcId } from '../lib/jsonrpc.js';
+import type { CloseNoticeMode } from '../lib/options.js';
+import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
+import { epochMs as epochMsValid, observable, positiveInteger } from '../lib/validate.js';
 import { Stage, StageChain } from './stage.js';
 
 /**
@@ -26,10 +29,23 @@ export type CloseTrigger = (upstream: Observable<Frame>) => Observable<CloseReas
  * of a subscribed chain: a deadline on a clock, an idle window, or an outside signal.
  * @internal
  */
-export type TriggerSpec =
-  | { readonly kind: 'deadline'; readonly reason: CloseReason; readonly clock: Clock; readonly after?: number; readonly at?: number }
-  | { readonly kind: 'idle'; readonly ms: number; readonly clock: Clock }
-  | { readonly kind: 'signal'; readonly reason: CloseReason; readonly signal$: Observable<unknown> };
+export type TriggerSpec = DeadlineSpec | IdleSpec | { readonly kind: 'signal'; readonly reason: CloseReason; readonly signal$: Observable<unknown> };
+
+/** A deadline: `after` milliseconds from the stream's start, or at the time `at`. @internal */
+export interface DeadlineSpec {
+  readonly kind: 'deadline';
+  readonly reason: CloseReason;
+  readonly clock: Clock;
+  readonly after?: number;
+  readonly at?: number;
+}
+
+/** An idle window of `ms` milliseconds without a notification. @internal */
+export interface IdleSpec {
+  readonly kind: 'idle';
+  readonly ms: number;
+  readonly clock: Clock;
+}
 
 /** Where a built-in trigger keeps its {@link TriggerSpec}. @internal */
 export const TRIGGER_SPEC: unique symbol = Symbol('mcp-rx-streams.closeTrigger');
@@ -43,34 +59,14 @@ export function triggerSpec(trigger: CloseTrigger): TriggerSpec | undefined {
 }
 
 function builtIn(spec: TriggerSpec): BuiltInTrigger {
-  const plan = closePlan([], undefined);
-  const own: ClosePlan = {
-    ...plan,
-    deadlines: spec.kind === 'deadline' ? [spec] : [],
-    idle: spec.kind === 'idle' ? spec : undefined,
-    signals: spec.kind === 'signal' ? [spec.signal$] : [],
-    signalReasons: spec.kind === 'signal' ? [spec.reason] : [],
-  };
   // Called on its own, a built-in trigger runs the same stage as inside closeWhen, emitting its reason.
-  const trigger = ((upstream: Observable<Frame>) =>
-    new Observable<CloseReason>((subscriber) => StageChain.run([new CloseStage(own)], subscriber, upstream))) as CloseTrigger;
-  return Object.assign(trigger, { [TRIGGER_SPEC]: spec });
-}
-
-function requirePositiveInteger(option: string, value: number): void {
-  if (!Number.isInteger(value) || value <= 0) throw new InvalidOptionError(option, 'a positive integer of milliseconds', value);
-}
-
-/** @internal */
-export function requireObservable(option: string, value: unknown): void {
-  if (!isObservable(value)) throw new InvalidOptionError(option, 'an Observable', value);
-}
-
-/** @internal */
-export function requireEpochMs(option: string, value: unknown): void {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new InvalidOptionError(option, 'a finite number of milliseconds since the epoch', value);
-  }
+  let plan: ClosePlan | undefined;
+  const trigger: BuiltInTrigger = Object.assign(
+    (upstream: Observable<Frame>) =>
+      new Observable<CloseReason>((subscriber) => StageChain.run([new CloseStage((plan ??= closePlan([trigger], 'reason')))], subscriber, upstream)),
+    { [TRIGGER_SPEC]: spec },
+  );
+  return trigger;
 }
 
 /**
@@ -89,8 +85,7 @@ export function requireEpochMs(option: string, value: unknown): void {
  * @see closeWhen
  */
 export function lifetimeCap(ms: number, scheduler: SchedulerLike = asyncScheduler): CloseTrigger {
-  requirePositiveInteger('lifetimeCap ms', ms);
-  return builtIn({ kind: 'deadline', reason: 'max_lifetime', clock: Clock.of(scheduler), after: ms });
+  return builtIn({ kind: 'deadline', reason: 'max_lifetime', clock: Clock.of(scheduler), after: positiveInteger('lifetimeCap ms', ms, 'milliseconds') });
 }
 
 /**
@@ -111,8 +106,7 @@ export function lifetimeCap(ms: number, scheduler: SchedulerLike = asyncSchedule
  * @see closeWhen
  */
 export function expiresAt(epochMs: number, scheduler: SchedulerLike = asyncScheduler): CloseTrigger {
-  requireEpochMs('expiresAt epochMs', epochMs);
-  return builtIn({ kind: 'deadline', reason: 'token_expired', clock: Clock.of(scheduler), at: epochMs });
+  return builtIn({ kind: 'deadline', reason: 'token_expired', clock: Clock.of(scheduler), at: epochMsValid('expiresAt epochMs', epochMs) });
 }
 
 /**
@@ -135,8 +129,7 @@ export function expiresAt(epochMs: number, scheduler: SchedulerLike = asyncSched
  * @see closeWhen
  */
 export function idleTimeout(ms: number, scheduler: SchedulerLike = asyncScheduler): CloseTrigger {
-  requirePositiveInteger('idleTimeout ms', ms);
-  return builtIn({ kind: 'idle', ms, clock: Clock.of(scheduler) });
+  return builtIn({ kind: 'idle', ms: positiveInteger('idleTimeout ms', ms, 'milliseconds'), clock: Clock.of(scheduler) });
 }
 
 /**
@@ -155,8 +148,7 @@ export function idleTimeout(ms: number, scheduler: SchedulerLike = asyncSchedule
  * @see closeWhen
  */
 export function superseded(signal$: Observable<unknown>): CloseTrigger {
-  requireObservable('superseded signal$', signal$);
-  return builtIn({ kind: 'signal', reason: 'superseded', signal$ });
+  return builtIn({ kind: 'signal', reason: 'superseded', signal$: observable('superseded signal$', signal$) });
 }
 
 /**
@@ -175,61 +167,96 @@ export function superseded(signal$: Observable<unknown>): CloseTrigger {
  * @see closeWhen
  */
 export function shutdown(signal$: Observable<unknown>): CloseTrigger {
-  requireObservable('shutdown signal$', signal$);
-  return builtIn({ kind: 'signal', reason: 'shutdown', signal$ });
+  return builtIn({ kind: 'signal', reason: 'shutdown', signal$: observable('shutdown signal$', signal$) });
 }
 
 /**
- * What every stream of one `closeWhen` shares: the triggers sorted by kind, and what to send on
- * a close (`undefined`: emit the reason itself, which is how a trigger runs on its own).
+ * What a close sends: the listen's closing frames in one of the two {@link CloseNoticeMode}s
+ * (`notifications/cancelled` and the result, or the result alone), nothing (`'end'`: a legacy GET
+ * stream just ends, its client reconnects), or the reason itself (`'reason'`: a trigger run on its
+ * own emits it). @internal
+ */
+export type CloseAction = CloseNoticeMode | 'end' | 'reason';
+
+/**
+ * What the close stages of one `closeWhen`, or of one endpoint's streams, share: the triggers
+ * sorted by kind, and what a close sends. A stream adds its own request id, token expiry and
+ * supersede signal to its stage ({@link CloseStage}).
  * @internal
  */
 export interface ClosePlan {
-  readonly deadlines: readonly Extract<TriggerSpec, { kind: 'deadline' }>[];
+  readonly deadlines: readonly DeadlineSpec[];
   /** The narrowest idle window (several idle triggers close at the narrowest one). */
-  readonly idle: Extract<TriggerSpec, { kind: 'idle' }> | undefined;
+  readonly idle: IdleSpec | undefined;
   /** The outside signals, and (at the same index) the reason each closes with. */
   readonly signals: readonly Observable<unknown>[];
   readonly signalReasons: readonly CloseReason[];
-  /** Triggers of your own: given the frames, subscribed. */
-  readonly custom: readonly CloseTrigger[];
-  /** Called as a method of the plan. */
-  readonly closing: ((reason: CloseReason) => readonly Frame[]) | undefined;
   /** Signals attached to directly (distinct Broadcasts): bit i set for `signals[i]`. */
   readonly direct: number;
+  /** Triggers of your own: given the frames, subscribed. */
+  readonly custom: readonly CloseTrigger[];
+  readonly action: CloseAction;
+  /** The request the closing frames answer, when every stream of the plan answers the same one (`closeWhen`'s notice). */
+  readonly requestId: JsonRpcId | undefined;
+  /** Told the reason once, just before the closing frames (`closeWhen`'s `onClose`). */
+  readonly onClose: ((reason: CloseReason) => void) | undefined;
+  /** Where a stream's own expiry is timed (see {@link CloseStage}); the first deadline's clock otherwise. */
+  readonly clock: Clock | undefined;
 }
 
-/** Sorts `triggers` into a {@link ClosePlan}. @internal */
-export function closePlan(triggers: readonly CloseTrigger[], closing: ((reason: CloseReason) => readonly Frame[]) | undefined): ClosePlan {
-  const deadlines: Extract<TriggerSpec, { kind: 'deadline' }>[] = [];
+/**
+ * Sorts valid `triggers` (trigger functions, or the specs of built-in ones) into a
+ * {@link ClosePlan} (the order of the list breaks ties: of two deadlines due at the same time, the
+ * first listed closes). @internal
+ */
+export function closePlan(
+  triggers: readonly (CloseTrigger | TriggerSpec)[],
+  action: CloseAction,
+  extra: { readonly requestId?: JsonRpcId; readonly onClose?: (reason: CloseReason) => void; readonly clock?: Clock } = {},
+): ClosePlan {
+  const deadlines: DeadlineSpec[] = [];
   const signals: Observable<unknown>[] = [];
   const signalReasons: CloseReason[] = [];
   const custom: CloseTrigger[] = [];
-  let idle: Extract<TriggerSpec, { kind: 'idle' }> | undefined;
+  let idle: IdleSpec | undefined;
   for (const trigger of triggers) {
-    const spec = triggerSpec(trigger);
-    if (spec === undefined) custom.push(trigger);
+    const spec = typeof trigger === 'function' ? triggerSpec(trigger) : trigger;
+    if (spec === undefined) custom.push(trigger as CloseTrigger);
     else if (spec.kind === 'deadline') deadlines.push(spec);
     else if (spec.kind === 'signal') {
       signals.push(spec.signal$);
       signalReasons.push(spec.reason);
-    }
-    else if (idle === undefined || spec.ms < idle.ms) idle = spec;
+    } else if (idle === undefined || spec.ms < idle.ms) idle = spec;
   }
-  return { deadlines, idle, signals, signalReasons, custom, closing, direct: directSignals(signals) };
-}
-
-/**
- * Which of `signals` a stream attaches to directly: bit i for a {@link Broadcast} at index i that
- * is not also at an earlier index, nor one of `also` (an object passed twice is subscribed). @internal
- */
-export function directSignals(signals: readonly Observable<unknown>[], also?: Observable<unknown>): number {
   let direct = 0;
   for (let i = 0; i < signals.length; i++) {
     const signal$ = signals[i];
-    if (signal$ instanceof Broadcast && signal$ !== also && signals.indexOf(signal$) === i) direct |= 1 << i;
+    if (signal$ instanceof Broadcast && signals.indexOf(signal$) === i) direct |= 1 << i;
   }
-  return direct;
+  return {
+    deadlines,
+    idle,
+    signals,
+    signalReasons,
+    direct,
+    custom,
+    action,
+    requestId: extra.requestId,
+    onClose: extra.onClose,
+    clock: extra.clock ?? deadlines[0]?.clock,
+  };
+}
+
+/**
+ * The closing frames of a listen stream closed for `reason`: `notifications/cancelled` (unless
+ * `mode` is `'result-only'`) and the listen result, both control frames carrying `closeReason`.
+ * @internal
+ */
+export function listenClosingFrames(requestId: JsonRpcId, mode: CloseNoticeMode, reason: CloseReason): readonly Frame[] {
+  const result = controlFrame({ jsonrpc: '2.0', id: requestId, result: { resultType: 'complete' } }, reason);
+  if (mode === 'result-only') return [result];
+  const cancelled = controlFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } }, reason);
+  return [cancelled, result];
 }
 
 /**
@@ -237,76 +264,92 @@ export function directSignals(signals: readonly Observable<unknown>[], also?: Ob
  * your own triggers), holds the earliest deadline as its own entry on the shared {@link Clock}
  * and follows the outside signals; the first reason ends everything above it (the source, the
  * stages before) and sends the closing frames, then ends the stream.
+ *
+ * A stream brings what is its own: the request its closing frames answer, its credential's expiry
+ * (reason `token_expired`, after the plan's deadlines on a tie) and its supersede signal (reason
+ * `superseded`, followed before the plan's signals). Ties keep the order of the listen
+ * composition: lifetime, token expiry, idle, superseded, shutdown.
  * @internal
  */
-export class CloseStage extends Stage<Frame, Frame | CloseReason> implements ClockEntry, BroadcastTarget {
+export class CloseStage extends Stage<Frame, Frame | CloseReason> implements ClockEntry, BroadcastTarget, SubscriptionReceiver<unknown, CloseReason | undefined> {
   due = 0;
   slot = -1;
   seq = 0;
   /** Why the stream was closed (`undefined` while open). */
-  reason: CloseReason | undefined;
+  reason: CloseReason | undefined = undefined;
+  /** A signal or a trigger of your own errored. */
+  failed = false;
+  /** It has closed, ended or been disposed: it passes and does nothing more. */
+  private closing = false;
   private deadlineReason: CloseReason = 'max_lifetime';
   private lastActivity = 0;
-  // Deadlines on another clock than the first one's, and subscribed signals and triggers.
-  private others: (Subscription | DeadlineEntry)[] | undefined;
-  private frames: Subject<Frame> | undefined;
-  private chain: StageChain | undefined;
-  // CLOSING and FAILED, in one small integer (idle streams are many).
-  private state = 0;
+  // Deadlines on another clock than the plan's, and subscribed signals and triggers.
+  private others: { unsubscribe(): void }[] | undefined = undefined;
+  private frames: Subject<Frame> | undefined = undefined;
+  private chain: StageChain | undefined = undefined;
 
-  constructor(private readonly plan: ClosePlan) {
+  /**
+   * @param plan what the stream shares with the others.
+   * @param requestId the listen request this stream's closing frames answer (else the plan's).
+   * @param expiresAt when the stream's credential expires, in milliseconds since the epoch.
+   * @param supersede$ emits when a newer stream of the same principal displaces this one.
+   */
+  constructor(
+    private readonly plan: ClosePlan,
+    private readonly requestId?: JsonRpcId,
+    private readonly expiresAt?: number,
+    private readonly supersede$?: Observable<unknown>,
+  ) {
     super();
-  }
-
-  /** A signal or a trigger of your own errored. */
-  get failed(): boolean {
-    return (this.state & FAILED) !== 0;
-  }
-
-  /** It has closed, ended or been disposed: it passes and does nothing more. */
-  private get closing(): boolean {
-    return (this.state & CLOSING) !== 0;
   }
 
   override link(chain: StageChain): void {
     this.chain = chain;
   }
 
-  /** Stops the source and the stages before this one; this one and those after go on. */
-  private endUpstream(): void {
-    this.chain?.cut(this);
-  }
-
   override open(): void {
-    const { deadlines, idle, signals, custom, direct } = this.plan;
+    const { deadlines, idle, signals, signalReasons, custom, direct, clock } = this.plan;
     if (idle !== undefined) this.lastActivity = idle.clock.elapsed();
-    // The deadlines on the first deadline's clock are one entry: the earliest (the first listed on a tie).
-    const first = deadlines[0];
-    if (first !== undefined) {
-      const now = first.clock.now();
-      let due = Number.POSITIVE_INFINITY;
-      for (const deadline of deadlines) {
-        const at = deadline.at ?? now + deadline.after!;
-        if (deadline.clock !== first.clock) {
-          (this.others ??= []).push(new DeadlineEntry(this, deadline.reason, deadline.clock, at));
-        } else if (at < due) {
-          due = at;
-          this.deadlineReason = deadline.reason;
-        }
-      }
-      first.clock.add(this, due);
-    }
+    if (clock !== undefined) this.openDeadlines(clock, deadlines);
+    const supersede$ = this.supersede$;
+    if (supersede$ !== undefined) this.follow(supersede$, 'superseded', supersede$ instanceof Broadcast);
     for (let i = 0; i < signals.length && !this.closing; i++) {
       const signal$ = signals[i]!;
-      if ((direct & (1 << i)) !== 0) (signal$ as Broadcast<unknown>).attach(this);
-      else (this.others ??= []).push(signal$.subscribe(new SignalSubscriber(this, this.plan.signalReasons[i]!)));
+      this.follow(signal$, signalReasons[i]!, (direct & (1 << i)) !== 0 && signal$ !== supersede$);
     }
     if (custom.length > 0 && !this.closing) {
       const frames = (this.frames = new Subject<Frame>());
       for (let i = 0; i < custom.length && !this.closing; i++) {
-        (this.others ??= []).push(custom[i]!(frames.asObservable()).subscribe(new SignalSubscriber(this, undefined)));
+        (this.others ??= []).push(custom[i]!(frames.asObservable()).subscribe(new BareSubscriber<unknown, CloseReason | undefined>(this, undefined)));
       }
     }
+  }
+
+  /** The deadlines on `clock` are one entry, the earliest (the first listed on a tie); others get one each. */
+  private openDeadlines(clock: Clock, deadlines: readonly DeadlineSpec[]): void {
+    const now = clock.now();
+    let due = Number.POSITIVE_INFINITY;
+    for (const deadline of deadlines) {
+      const at = deadline.at ?? now + deadline.after!;
+      if (deadline.clock !== clock) {
+        const { reason } = deadline;
+        (this.others ??= []).push(deadline.clock.at(at, () => this.close(reason)));
+      } else if (at < due) {
+        due = at;
+        this.deadlineReason = deadline.reason;
+      }
+    }
+    const expiry = this.expiresAt;
+    if (expiry !== undefined && expiry < due) {
+      due = expiry;
+      this.deadlineReason = 'token_expired';
+    }
+    if (due !== Number.POSITIVE_INFINITY) clock.add(this, due);
+  }
+
+  private follow(signal$: Observable<unknown>, reason: CloseReason, attach: boolean): void {
+    if (attach) (signal$ as Broadcast<unknown>).attach(this);
+    else (this.others ??= []).push(signal$.subscribe(new BareSubscriber<unknown, CloseReason | undefined>(this, reason)));
   }
 
   push(frame: Frame): void {
@@ -321,7 +364,7 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
       this.frames.next(frame);
       if (this.closing) return;
     }
-    if (this.plan.closing !== undefined) this.out.push(frame);
+    if (this.plan.action !== 'reason') this.out.push(frame);
   }
 
   /** The earliest deadline came. */
@@ -330,38 +373,49 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   }
 
   onBroadcast(source: Observable<unknown>): void {
+    if (source === this.supersede$) return this.close('superseded');
     const i = this.plan.signals.indexOf(source);
     if (i >= 0) this.close(this.plan.signalReasons[i]!);
   }
 
+  /** A value of a subscribed signal (`reason`), or of a trigger of your own (the value is the reason). */
+  onValue(value: unknown, reason: CloseReason | undefined): void {
+    this.close(reason ?? (value as CloseReason));
+  }
+
+  /** A signal or a trigger of your own errored: so does the stream. */
+  onError(error: unknown): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.failed = true;
+    this.release();
+    this.chain?.cut(this);
+    this.out.fail(error);
+  }
+
+  // A signal that completes without a value closes nothing: no onComplete.
+
   /** A reason from a signal, a deadline or a trigger of your own. */
   close(reason: CloseReason): void {
     if (this.closing) return;
-    this.state |= CLOSING;
+    this.closing = true;
     this.reason = reason;
     this.release();
-    this.endUpstream();
-    const { plan } = this;
-    if (plan.closing === undefined) {
+    // Stops the source and the stages before this one; this one and those after go on.
+    this.chain?.cut(this);
+    const { action, onClose } = this.plan;
+    if (action === 'reason') {
       this.out.push(reason);
     } else {
-      for (const frame of plan.closing(reason)) this.out.push(frame);
+      onClose?.(reason);
+      if (action !== 'end') for (const frame of listenClosingFrames((this.requestId ?? this.plan.requestId)!, action, reason)) this.out.push(frame);
     }
     this.out.end();
   }
 
-  /** A signal or a trigger of your own errored: so does the stream. */
-  signalError(error: unknown): void {
-    if (this.closing) return;
-    this.state |= CLOSING | FAILED;
-    this.release();
-    this.endUpstream();
-    this.out.fail(error);
-  }
-
   override end(): void {
     if (this.closing) return;
-    this.state |= CLOSING;
+    this.closing = true;
     this.release();
     // A trigger on its own completes with the frames it watched; closeWhen ends the stream as it is.
     this.out.end();
@@ -369,19 +423,21 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
 
   override fail(error: unknown): void {
     if (this.closing) return;
-    this.state |= CLOSING;
+    this.closing = true;
     this.release();
     this.out.fail(error);
   }
 
   override dispose(): void {
-    this.state |= CLOSING;
+    this.closing = true;
     this.release();
   }
 
   private release(): void {
-    const { deadlines, signals, direct } = this.plan;
-    if (deadlines.length > 0) deadlines[0]!.clock.remove(this);
+    const { signals, direct, clock } = this.plan;
+    clock?.remove(this);
+    const supersede$ = this.supersede$;
+    if (supersede$ instanceof Broadcast) supersede$.detach(this);
     if (direct !== 0) for (let i = 0; i < signals.length; i++) if ((direct & (1 << i)) !== 0) (signals[i] as Broadcast<unknown>).detach(this);
     const others = this.others;
     if (others !== undefined) {
@@ -389,57 +445,5 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
       for (const other of others) other.unsubscribe();
     }
     this.frames = undefined;
-  }
-}
-
-const CLOSING = 1;
-const FAILED = 2;
-
-/** A deadline on another clock than the stage's first one. */
-class DeadlineEntry implements ClockEntry {
-  due = 0;
-  slot = -1;
-  seq = 0;
-
-  constructor(
-    private readonly stage: CloseStage,
-    private readonly reason: CloseReason,
-    private readonly clock: Clock,
-    at: number,
-  ) {
-    clock.add(this, at);
-  }
-
-  fire(): void {
-    this.stage.close(this.reason);
-  }
-
-  unsubscribe(): void {
-    this.clock.remove(this);
-  }
-}
-
-// A bare Subscriber rather than an observer object: subscribing it allocates no SafeSubscriber.
-class SignalSubscriber extends Subscriber<unknown> {
-  constructor(
-    private readonly stage: CloseStage,
-    /** The reason this signal closes with; `undefined`: the values are reasons (a trigger of your own). */
-    private readonly reason: CloseReason | undefined,
-  ) {
-    super();
-  }
-
-  protected override _next(value: unknown): void {
-    this.stage.close(this.reason ?? (value as CloseReason));
-  }
-
-  protected override _error(error: unknown): void {
-    this.unsubscribe();
-    this.stage.signalError(error);
-  }
-
-  protected override _complete(): void {
-    // Completing without a value closes nothing.
-    this.unsubscribe();
   }
 }

@@ -2,10 +2,10 @@ import type { MonoTypeOperatorFunction } from 'rxjs';
 import { CloseStage, closePlan, type CloseTrigger } from './closeTriggers.js';
 import { stageOperator } from './stage.js';
 import { InvalidOptionError } from '../lib/errors.js';
-import { controlFrame } from '../lib/frame.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
-import { isJsonRpcId } from '../lib/jsonrpc.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
+import type { CloseNoticeMode } from '../lib/options.js';
+import { callback, oneOf, requestId } from '../lib/validate.js';
 
 export type { CloseTrigger };
 
@@ -18,7 +18,7 @@ export interface CloseNotice {
    * result; `'result-only'` sends just the result, for clients that treat the cancellation as an
    * abnormal end (DESIGN M7, option `closeNotice`).
    */
-  readonly mode?: 'cancelled-then-result' | 'result-only';
+  readonly mode?: CloseNoticeMode;
 }
 
 function isTriggerList(value: unknown): boolean {
@@ -79,48 +79,15 @@ export function closeWhen(
   if (!isTriggerList(list)) {
     throw new InvalidOptionError('closeWhen triggers', 'a CloseTrigger function or an array of them', triggers);
   }
-  if (onClose !== undefined && typeof onClose !== 'function') throw new InvalidOptionError('closeWhen onClose', 'a function', onClose);
-  if (notice === 'end') {
-    return stageOperator(() => [new CloseStage(closePlan(list, endingFrames(onClose)))]);
-  }
-  const requestId: unknown = notice?.requestId;
-  if (!isJsonRpcId(requestId)) {
-    throw new InvalidOptionError('closeWhen notice.requestId', 'a string or a finite number (the listen request id)', requestId);
-  }
-  const mode = notice.mode ?? 'cancelled-then-result';
-  if (mode !== 'cancelled-then-result' && mode !== 'result-only') {
-    throw new InvalidOptionError('closeWhen notice.mode', '"cancelled-then-result" or "result-only"', mode);
-  }
-
-  const closingFrames = (reason: CloseReason) => {
-    onClose?.(reason);
-    return listenClosingFrames(requestId, mode, reason);
-  };
-
-  const plan = closePlan(list, closingFrames);
+  const told = onClose === undefined ? undefined : callback<(reason: CloseReason) => void>('closeWhen onClose', onClose);
+  const plan =
+    notice === 'end'
+      ? closePlan(list, 'end', { onClose: told })
+      : closePlan(list, oneOf('closeWhen notice.mode', notice?.mode ?? 'cancelled-then-result', CLOSE_NOTICE_MODES), {
+          requestId: requestId('closeWhen notice.requestId', notice?.requestId),
+          onClose: told,
+        });
   return stageOperator(() => [new CloseStage(plan)]);
 }
 
-const NO_FRAMES: readonly Frame[] = Object.freeze([]);
-
-/** What a stream that just ends sends on a close: nothing (after telling `onClose`). @internal */
-export function endingFrames(onClose: ((reason: CloseReason) => void) | undefined): (reason: CloseReason) => readonly Frame[] {
-  return onClose === undefined
-    ? () => NO_FRAMES
-    : (reason) => {
-        onClose(reason);
-        return NO_FRAMES;
-      };
-}
-
-/**
- * The closing frames of a listen stream closed for `reason`: `notifications/cancelled` (unless
- * `mode` is `'result-only'`) and the listen result, both control frames carrying `closeReason`.
- * @internal
- */
-export function listenClosingFrames(requestId: JsonRpcId, mode: CloseNotice['mode'], reason: CloseReason): readonly Frame[] {
-  const result = controlFrame({ jsonrpc: '2.0', id: requestId, result: { resultType: 'complete' } }, reason);
-  if (mode === 'result-only') return [result];
-  const cancelled = controlFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } }, reason);
-  return [cancelled, result];
-}
+const CLOSE_NOTICE_MODES: readonly CloseNoticeMode[] = ['cancelled-then-result', 'result-only'];

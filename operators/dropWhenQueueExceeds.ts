@@ -1,11 +1,12 @@
-import { isObservable, Subscriber, type MonoTypeOperatorFunction, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import type { MonoTypeOperatorFunction, Observable, SchedulerLike, Subscription } from 'rxjs';
 import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
 import { Clock, type ClockEntry } from '../lib/clock.js';
 import { InvalidOptionError, StalledStreamError } from '../lib/errors.js';
 import { encodedByteLength } from '../lib/encode.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
+import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
 import { accountQueue } from '../lib/telemetry.js';
-import { requireInterval } from './keepAlive.js';
+import { callback, milliseconds, nonNegativeInteger, observable, positiveInteger } from '../lib/validate.js';
 import { DisposingStage, stageOperator } from './stage.js';
 
 /**
@@ -65,7 +66,9 @@ export type DropHandler = (frame: MessageFrame, queueLength: number, queueBytes:
  *   It may emit synchronously from inside the downstream `next`.
  * @param onDrop called with the dropped notification, the number of notifications held and the
  *   bytes held each time one is dropped; optional. If it throws, the stream errors with that error.
- * @throws InvalidOptionError when a limit is not a positive integer.
+ * @param options `stallGraceMs` and its `scheduler` (see {@link DropOptions}); optional.
+ * @throws InvalidOptionError when a limit is not a positive integer, `demand$` not an Observable,
+ *   `onDrop` not a function or `stallGraceMs` not a non-negative integer of milliseconds.
  * @see keepAlive
  * @see tagSubscriptionId
  */
@@ -75,9 +78,17 @@ export function dropWhenQueueExceeds(
   onDrop?: DropHandler,
   options?: DropOptions,
 ): MonoTypeOperatorFunction<Frame> {
-  if (!isObservable(demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', demand$);
-  const plan = queuePlan(limit, demand$, onDrop, options);
-  return stageOperator(() => [new QueueStage(plan)]);
+  const { notifications, bytes } = queueLimits(limit);
+  const sinkDemand$ = observable<boolean>('dropWhenQueueExceeds demand$', demand$, 'booleans');
+  const grace = options?.stallGraceMs;
+  const plan = queuePlan({
+    listenMaxQueue: notifications,
+    listenMaxQueueBytes: bytes,
+    onDrop: onDrop === undefined ? undefined : callback<DropHandler>('dropWhenQueueExceeds onDrop', onDrop),
+    stallGraceMs: grace === undefined || nonNegativeInteger('dropWhenQueueExceeds stallGraceMs', grace, 'milliseconds') === 0 ? grace : milliseconds('dropWhenQueueExceeds stallGraceMs', grace),
+    scheduler: options?.scheduler,
+  });
+  return stageOperator(() => [new QueueStage(plan, sinkDemand$)]);
 }
 
 /** More of what {@link dropWhenQueueExceeds} does. */
@@ -97,34 +108,33 @@ export interface DropOptions {
   readonly scheduler?: SchedulerLike;
 }
 
-/** What every stream of one `dropWhenQueueExceeds` shares. @internal */
+/**
+ * What the queue stages of one `dropWhenQueueExceeds`, or of one endpoint's streams, share; valid
+ * by then. The limits keep the names of the endpoint options they come from. @internal
+ */
 export interface QueuePlan {
-  readonly notifications: number;
-  readonly bytes: number;
-  /** `undefined`: always ready. */
-  readonly demand$: Observable<boolean> | undefined;
-  /** `demand$` is a {@link Broadcast}: streams attach to it instead of subscribing. */
-  readonly directDemand: boolean;
+  /** The most notifications held (`listenMaxQueue`). */
+  readonly listenMaxQueue: number;
+  /** The most bytes held (`listenMaxQueueBytes`). */
+  readonly listenMaxQueueBytes: number;
   readonly onDrop: DropHandler | undefined;
+  /** See {@link DropOptions.stallGraceMs}: `undefined` waits forever, `0` not at all. */
   readonly stallGraceMs: number | undefined;
+  /** Where a grace period other than 0 is timed. */
   readonly clock: Clock | undefined;
 }
 
-/** Validates the arguments of {@link dropWhenQueueExceeds} into a {@link QueuePlan}. @internal */
-export function queuePlan(limit: number | QueueLimits, demand$: Observable<boolean> | undefined, onDrop?: DropHandler, options?: DropOptions): QueuePlan {
-  const { notifications, bytes } = queueLimits(limit);
-  if (demand$ !== undefined && !isObservable(demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', demand$);
-  const stallGraceMs = options?.stallGraceMs;
-  if (stallGraceMs !== undefined && stallGraceMs !== 0) requireInterval('dropWhenQueueExceeds stallGraceMs', stallGraceMs);
-  return {
-    notifications,
-    bytes,
-    demand$,
-    directDemand: demand$ instanceof Broadcast,
-    onDrop,
-    stallGraceMs,
-    clock: stallGraceMs === undefined || stallGraceMs === 0 ? undefined : Clock.of(options?.scheduler),
-  };
+/** The plan of {@link dropWhenQueueExceeds}, from valid settings. @internal */
+export function queuePlan(settings: {
+  readonly listenMaxQueue: number;
+  readonly listenMaxQueueBytes: number;
+  readonly onDrop?: DropHandler | undefined;
+  readonly stallGraceMs?: number | undefined;
+  readonly scheduler?: SchedulerLike | undefined;
+}): QueuePlan {
+  const { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs } = settings;
+  const timed = stallGraceMs !== undefined && stallGraceMs > 0;
+  return { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs, clock: timed ? Clock.of(settings.scheduler) : undefined };
 }
 
 /**
@@ -134,33 +144,45 @@ export function queuePlan(limit: number | QueueLimits, demand$: Observable<boole
  * is written, at most for the stall grace period (the stage is its own entry on the clock then).
  * @internal
  */
-export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget, ClockEntry {
+export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget, ClockEntry, SubscriptionReceiver<boolean, undefined> {
   due = 0;
   slot = -1;
   seq = 0;
-  // One small integer for its yes/no states (idle streams are many): BUSY (the sink said it
-  // cannot write), FLUSHING, COMPLETED (the source has, the queue has not), RELEASED.
-  private flags = 0;
+  /** The sink said it cannot write. */
+  private busy = false;
+  /** Held frames are being written (a sink that drains inside `next` must not start a second loop). */
+  private flushing = false;
+  /** The source has completed; the queue has not been written yet. */
+  private completed = false;
+  /** Left the demand and the clock: passes nothing more. */
+  private released = false;
   private pending: PendingFrames | undefined;
   private demand: Subscription | undefined;
 
-  constructor(private readonly plan: QueuePlan) {
+  /**
+   * @param plan what the stream shares with the others.
+   * @param demand$ this stream's sink demand; `undefined`: always ready.
+   */
+  constructor(
+    private readonly plan: QueuePlan,
+    private readonly demand$: Observable<boolean> | undefined,
+  ) {
     super();
   }
 
   override open(): void {
-    const { plan } = this;
-    if (plan.directDemand) (plan.demand$ as Broadcast<boolean>).attach(this);
-    else if (plan.demand$ !== undefined) this.demand = plan.demand$.subscribe(new DemandSubscriber(this));
+    const { demand$ } = this;
+    if (demand$ instanceof Broadcast) demand$.attach(this);
+    else if (demand$ !== undefined) this.demand = demand$.subscribe(new BareSubscriber<boolean>(this, undefined));
   }
 
   push(frame: Frame): void {
-    if ((this.flags & BUSY) === 0 && (this.pending === undefined || this.pending.length === 0)) {
+    if (!this.busy && (this.pending === undefined || this.pending.length === 0)) {
       this.out.push(frame);
       return;
     }
     const plan = this.plan;
-    const pending = (this.pending ??= new PendingFrames(plan.notifications, plan.onDrop, plan.bytes));
+    const pending = (this.pending ??= new PendingFrames(plan.listenMaxQueue, plan.onDrop, plan.listenMaxQueueBytes));
     try {
       pending.offer(frame);
     } catch (error) {
@@ -173,13 +195,23 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
     this.onDemand(value as boolean);
   }
 
+  onValue(canWrite: boolean): void {
+    this.onDemand(canWrite);
+  }
+
+  onError(error: unknown): void {
+    this.fail(error);
+  }
+
+  // The demand's completion keeps its last value: no onComplete.
+
   /** The sink's demand changed. */
   onDemand(canWrite: boolean): void {
     if (!canWrite) {
-      this.flags |= BUSY;
+      this.busy = true;
       return;
     }
-    this.flags &= ~BUSY;
+    this.busy = false;
     this.flush();
   }
 
@@ -187,14 +219,14 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
     // A sink that drains synchronously calls back into here from the `push` below: the loop that
     // is already running picks the new demand up, so the stack does not grow.
     const pending = this.pending;
-    if ((this.flags & FLUSHING) !== 0 || pending === undefined) return;
-    this.flags |= FLUSHING;
+    if (this.flushing || pending === undefined) return;
+    this.flushing = true;
     try {
-      while ((this.flags & (BUSY | RELEASED)) === 0 && pending.length > 0) this.out.push(pending.shift());
+      while (!this.busy && !this.released && pending.length > 0) this.out.push(pending.shift());
     } finally {
-      this.flags &= ~FLUSHING;
+      this.flushing = false;
     }
-    if ((this.flags & (COMPLETED | RELEASED)) === COMPLETED && pending.length === 0) this.finish();
+    if (this.completed && !this.released && pending.length === 0) this.finish();
   }
 
   override end(): void {
@@ -203,7 +235,7 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
     // No grace: the client is not reading now, so its closing frames are dropped with the rest.
     if (stallGraceMs === 0) return this.fire();
     // The source's completion waits for the queued frames, at most the grace period.
-    this.flags |= COMPLETED;
+    this.completed = true;
     if (clock !== undefined) clock.add(this, clock.now() + stallGraceMs!);
   }
 
@@ -224,61 +256,27 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
 
   /** Leaves the demand and the clock, drops what is queued; the stage passes nothing from then on. */
   private release(): void {
-    if ((this.flags & RELEASED) !== 0) return;
-    this.flags |= RELEASED;
+    if (this.released) return;
+    this.released = true;
     this.plan.clock?.remove(this);
-    if (this.plan.directDemand) (this.plan.demand$ as Broadcast<boolean>).detach(this);
+    const { demand$ } = this;
+    if (demand$ instanceof Broadcast) demand$.detach(this);
     this.demand?.unsubscribe();
     this.demand = undefined;
     this.pending?.clear();
   }
-
-  demandError(error: unknown): void {
-    this.fail(error);
-  }
 }
 
-const BUSY = 1;
-const FLUSHING = 2;
-const COMPLETED = 4;
-const RELEASED = 8;
-
-// A bare Subscriber rather than an observer object: subscribing it allocates no SafeSubscriber.
-class DemandSubscriber extends Subscriber<boolean> {
-  constructor(private readonly stage: QueueStage) {
-    super();
-  }
-
-  protected override _next(value: boolean): void {
-    this.stage.onDemand(value);
-  }
-
-  protected override _error(error: unknown): void {
-    this.unsubscribe();
-    this.stage.demandError(error);
-  }
-
-  protected override _complete(): void {
-    // The demand keeps its last value.
-    this.unsubscribe();
-  }
-}
-
-/** `limit` as both numbers, validated. @internal */
+/** `limit` as both numbers, validated (labels of {@link dropWhenQueueExceeds}). @internal */
 export function queueLimits(limit: number | QueueLimits): Required<QueueLimits> {
   const given = typeof limit === 'number' ? { notifications: limit } : limit;
   if (given === null || typeof given !== 'object') {
     throw new InvalidOptionError('dropWhenQueueExceeds limit', 'a positive integer count of notifications or { notifications, bytes }', limit);
   }
-  const notifications = given.notifications;
-  const bytes = given.bytes ?? DEFAULT_QUEUE_BYTES;
-  if (!Number.isSafeInteger(notifications) || notifications <= 0) {
-    throw new InvalidOptionError('dropWhenQueueExceeds limit', 'a positive integer count of notifications', notifications);
-  }
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
-    throw new InvalidOptionError('dropWhenQueueExceeds bytes', 'a positive integer count of bytes', bytes);
-  }
-  return { notifications, bytes };
+  return {
+    notifications: positiveInteger('dropWhenQueueExceeds limit', given.notifications, 'notifications'),
+    bytes: positiveInteger('dropWhenQueueExceeds bytes', given.bytes ?? DEFAULT_QUEUE_BYTES, 'bytes'),
+  };
 }
 
 /**

@@ -1,11 +1,10 @@
 import { asyncScheduler } from 'rxjs';
 import type { MonoTypeOperatorFunction, SchedulerLike } from 'rxjs';
-import { InvalidOptionError } from '../lib/errors.js';
 import { KEEP_ALIVE } from '../lib/frame.js';
 import type { Frame } from '../lib/frame.js';
-import { Clock, MAX_TIMER_DELAY, type ClockEntry } from '../lib/clock.js';
+import { Clock, type ClockEntry } from '../lib/clock.js';
+import { milliseconds } from '../lib/validate.js';
 import { DisposingStage, stageOperator } from './stage.js';
-
 
 /**
  * Interleaves a keep-alive comment (`:\r\n`) every `intervalMs` with the source's frames, for as
@@ -31,21 +30,25 @@ import { DisposingStage, stageOperator } from './stage.js';
  * @see closeWhen
  */
 export function keepAlive(intervalMs: number, scheduler: SchedulerLike = asyncScheduler): MonoTypeOperatorFunction<Frame> {
-  requireInterval('keepAlive intervalMs', intervalMs);
-  const clock = Clock.of(scheduler);
-  return stageOperator(() => [new KeepAliveStage(intervalMs, clock)]);
+  const plan = keepAlivePlan(milliseconds('keepAlive intervalMs', intervalMs), scheduler);
+  return stageOperator(() => [new KeepAliveStage(plan)]);
 }
 
-/** @internal */
-export function requireInterval(option: string, intervalMs: number): void {
-  if (!Number.isInteger(intervalMs) || intervalMs <= 0 || intervalMs > MAX_TIMER_DELAY) {
-    throw new InvalidOptionError(option, `a positive integer of milliseconds (at most ${MAX_TIMER_DELAY})`, intervalMs);
-  }
+/** What the keep-alive stages of one interval and one scheduler share (an endpoint's streams: one object). @internal */
+export interface KeepAlivePlan {
+  /** Milliseconds between ticks (the option `keepAliveInterval`); valid by then. */
+  readonly keepAliveInterval: number;
+  readonly clock: Clock;
+}
+
+/** The plan of {@link keepAlive}, from a valid interval. @internal */
+export function keepAlivePlan(keepAliveInterval: number, scheduler?: SchedulerLike): KeepAlivePlan {
+  return { keepAliveInterval, clock: Clock.of(scheduler) };
 }
 
 /**
  * The logic of {@link keepAlive}: the stage is its own entry on the shared {@link Clock}, due
- * `intervalMs` after the subscription and then `intervalMs` after each tick.
+ * `keepAliveInterval` after the subscription and then `keepAliveInterval` after each tick.
  * @internal
  */
 export class KeepAliveStage extends DisposingStage<Frame> implements ClockEntry {
@@ -53,20 +56,18 @@ export class KeepAliveStage extends DisposingStage<Frame> implements ClockEntry 
   slot = -1;
   seq = 0;
 
-  constructor(
-    private readonly intervalMs: number,
-    private readonly clock: Clock,
-  ) {
+  constructor(private readonly plan: KeepAlivePlan) {
     super();
   }
 
   override open(): void {
-    this.clock.add(this, this.clock.now() + this.intervalMs);
+    const { clock, keepAliveInterval } = this.plan;
+    clock.add(this, clock.now() + keepAliveInterval);
   }
 
   fire(now: number): void {
     // Due again one interval after this tick (a late tick does not bring a burst of catch-up ones).
-    this.clock.add(this, now + this.intervalMs);
+    this.plan.clock.add(this, now + this.plan.keepAliveInterval);
     this.out.push(KEEP_ALIVE);
   }
 
@@ -75,6 +76,6 @@ export class KeepAliveStage extends DisposingStage<Frame> implements ClockEntry 
   }
 
   override dispose(): void {
-    this.clock.remove(this);
+    this.plan.clock.remove(this);
   }
 }

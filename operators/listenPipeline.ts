@@ -1,19 +1,17 @@
-import { asyncScheduler, isObservable, Observable, type OperatorFunction, type SchedulerLike } from 'rxjs';
-import { Broadcast } from '../lib/broadcast.js';
+import type { Observable, OperatorFunction, SchedulerLike } from 'rxjs';
 import { Clock } from '../lib/clock.js';
-import { InvalidOptionError } from '../lib/errors.js';
 import { acknowledgedNotification, filterNames, type ListenFilter } from '../lib/filter.js';
-import { controlFrame, type CloseReason, type Frame, type MessageFrame } from '../lib/frame.js';
+import { controlFrame, type Frame, type MessageFrame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
-import { isJsonRpcId, type JsonRpcId } from '../lib/jsonrpc.js';
+import type { JsonRpcId } from '../lib/jsonrpc.js';
 import { notifications } from '../lib/notifications.js';
 import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
 import { channels, type StopReason } from '../lib/telemetry.js';
+import { epochMs, observable, requestId } from '../lib/validate.js';
 import { AckStage } from './ackThenNotify.js';
-import { CloseStage, directSignals, requireEpochMs, requireObservable, type ClosePlan, type CloseTrigger, type TriggerSpec } from './closeTriggers.js';
-import { listenClosingFrames } from './closeWhen.js';
-import { QueueStage, type DropHandler, type QueuePlan } from './dropWhenQueueExceeds.js';
-import { KeepAliveStage } from './keepAlive.js';
+import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
+import { QueueStage, queuePlan, type QueuePlan } from './dropWhenQueueExceeds.js';
+import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
 import { Stage, stageOperator } from './stage.js';
 import { TagStage } from './tagSubscriptionId.js';
 
@@ -82,11 +80,14 @@ export interface ListenStreamInit extends ListenPipelineInit {
  *   .subscribe((frame) => { if (!res.write(encodeFrame(frame))) demand$.next(false); });
  * res.on('drain', () => demand$.next(true));
  * @param init the request id, filter, options and signals; see {@link ListenPipelineInit}.
- * @throws InvalidOptionError when an option, `requestId`, `expiresAt` or a signal is invalid (DESIGN M13).
+ * @throws InvalidOptionError naming it when an option, `requestId`, `expiresAt`, `supersede$`,
+ *   `shutdown$` or `demand$` is invalid (DESIGN M13).
  */
 export function listenPipeline(init: ListenPipelineInit): OperatorFunction<MessageFrame, Frame> {
-  const plan = listenPlan(init);
-  return stageOperator(() => listenStages(plan));
+  // The public operator makes its plans for its one stream; an endpoint makes them once (listenPlans).
+  const stream = listenValues(init);
+  const plans = listenPlans(resolveListenOptions(init.options), stream.shutdown$, init.scheduler);
+  return stageOperator(() => listenStages(plans, stream));
 }
 
 /**
@@ -106,140 +107,90 @@ export function listenStream(init: ListenStreamInit): Observable<Frame> {
   return notifications(init.hub, init.filter, init.scopes).pipe(listenPipeline(init));
 }
 
-// An endpoint passes the same frozen options to every stream: validated once, and shared by the
-// streams instead of a copy each. Only frozen objects are remembered (they cannot change).
-const resolvedOptions = new WeakMap<object, Readonly<ListenOptions>>();
-let defaultOptions: Readonly<ListenOptions> | undefined;
-
-function resolved(options: Partial<ListenOptions> | undefined): Readonly<ListenOptions> {
-  if (options === undefined) return (defaultOptions ??= resolveListenOptions());
-  if (!Object.isFrozen(options)) return resolveListenOptions(options);
-  let result = resolvedOptions.get(options);
-  if (result === undefined) resolvedOptions.set(options, (result = resolveListenOptions(options)));
-  return result;
-}
-
-/** What the streams of one clock and one set of options share: their lifetime and idle triggers. */
-interface Shared {
-  readonly options: Readonly<ListenOptions>;
+/**
+ * What the listen streams of one endpoint share: each operator's own plan, made once from the
+ * endpoint's resolved options (its streams hold these, not a copy each).
+ * @internal
+ */
+export interface ListenPlans {
+  readonly keepAlive: KeepAlivePlan;
+  /** The lifetime cap, the idle timeout and the shutdown signal; how a close is told (`closeNotice`). */
+  readonly close: ClosePlan;
+  /** `listenMaxQueue`, `listenMaxQueueBytes`, no stall grace (a stream that closes while its client is not reading ends at once). */
+  readonly queue: QueuePlan;
+  /** The clock of every stream: their times for telemetry. */
   readonly clock: Clock;
-  readonly lifetime: readonly (TriggerSpec & { kind: 'deadline' })[];
-  readonly idle: TriggerSpec & { kind: 'idle' };
 }
-
-const sharedByClock = new WeakMap<Clock, WeakMap<object, Shared>>();
-
-function sharedFor(options: Readonly<ListenOptions>, clock: Clock): Shared {
-  let byOptions = sharedByClock.get(clock);
-  if (byOptions === undefined) sharedByClock.set(clock, (byOptions = new WeakMap()));
-  let shared = byOptions.get(options);
-  if (shared === undefined) {
-    shared = Object.freeze({
-      options,
-      clock,
-      lifetime: Object.freeze([{ kind: 'deadline' as const, reason: 'max_lifetime' as const, clock, after: options.maxStreamLifetime }]),
-      idle: { kind: 'idle' as const, ms: options.listenIdleTimeout, clock },
-    });
-    byOptions.set(options, shared);
-  }
-  return shared;
-}
-
-// The order of the composition: superseded, then shutdown.
-const SIGNAL_REASONS: readonly CloseReason[] = Object.freeze(['superseded', 'shutdown']);
-const SHUTDOWN_ONLY: readonly CloseReason[] = Object.freeze(['shutdown']);
-const NO_SIGNALS: readonly Observable<unknown>[] = Object.freeze([]);
-const NO_TRIGGERS: readonly CloseTrigger[] = Object.freeze([]);
 
 /**
- * What every stage of one listen stream is built from, in one object: it is the close plan and
- * the queue plan of its stages as well (a stream holds one plan, not three).
+ * The {@link ListenPlans} of valid, complete options (see `resolveListenOptions`): the plan
+ * functions of `keepAlive`, `closeWhen` and `dropWhenQueueExceeds`, called once.
+ * @param shutdown$ closes every stream of the plans with reason `shutdown`.
+ * @internal
  */
-class ListenPlan implements ClosePlan, QueuePlan {
-  readonly ack: MessageFrame;
-  readonly deadlines: readonly (TriggerSpec & { kind: 'deadline' })[];
-  readonly signals: readonly Observable<unknown>[];
-  readonly signalReasons: readonly CloseReason[];
-  readonly direct: number;
-  readonly demand$: Observable<boolean> | undefined;
-  readonly directDemand: boolean;
-
-  constructor(
-    private readonly shared: Shared,
-    readonly requestId: JsonRpcId,
-    readonly filter: ListenFilter,
-    init: ListenPipelineInit,
-  ) {
-    this.ack = controlFrame(acknowledgedNotification(filter));
-    // The order of the composition: lifetime, token expiry (a tie closes with the first), idle, signals.
-    this.deadlines =
-      init.expiresAt === undefined
-        ? shared.lifetime
-        : [shared.lifetime[0]!, { kind: 'deadline', reason: 'token_expired', clock: shared.clock, at: init.expiresAt }];
-    const { supersede$, shutdown$ } = init;
-    this.signals = supersede$ !== undefined ? (shutdown$ !== undefined ? [supersede$, shutdown$] : [supersede$]) : shutdown$ !== undefined ? [shutdown$] : NO_SIGNALS;
-    this.signalReasons = supersede$ !== undefined ? SIGNAL_REASONS : SHUTDOWN_ONLY;
-    this.direct = directSignals(this.signals, init.demand$);
-    this.demand$ = init.demand$;
-    this.directDemand = init.demand$ instanceof Broadcast;
-  }
-
-  get clock(): Clock {
-    return this.shared.clock;
-  }
-  get keepAliveInterval(): number {
-    return this.shared.options.keepAliveInterval;
-  }
-  get idle(): TriggerSpec & { kind: 'idle' } {
-    return this.shared.idle;
-  }
-  get custom(): readonly CloseTrigger[] {
-    return NO_TRIGGERS;
-  }
-  get notifications(): number {
-    return this.shared.options.listenMaxQueue;
-  }
-  get bytes(): number {
-    return this.shared.options.listenMaxQueueBytes;
-  }
-  get onDrop(): DropHandler {
-    return onDrop;
-  }
-  /** No grace: a stream that closes while its client is not reading ends at once (see `dropWhenQueueExceeds`). */
-  get stallGraceMs(): number {
-    return 0;
-  }
-
-  closing(reason: CloseReason): readonly Frame[] {
-    return listenClosingFrames(this.requestId, this.shared.options.closeNotice, reason);
-  }
-}
-
-function listenPlan(init: ListenPipelineInit): ListenPlan {
-  const options = resolved(init.options);
-  const { requestId, filter } = init;
-  if (!isJsonRpcId(requestId)) {
-    throw new InvalidOptionError('closeWhen notice.requestId', 'a string or a finite number (the listen request id)', requestId);
-  }
-  if (init.expiresAt !== undefined) requireEpochMs('expiresAt epochMs', init.expiresAt);
-  if (init.supersede$ !== undefined) requireObservable('superseded signal$', init.supersede$);
-  if (init.shutdown$ !== undefined) requireObservable('shutdown signal$', init.shutdown$);
-  if (init.demand$ !== undefined && !isObservable(init.demand$)) {
-    throw new InvalidOptionError('demand$', 'an Observable of booleans', init.demand$);
-  }
-  return new ListenPlan(sharedFor(options, Clock.of(init.scheduler ?? asyncScheduler)), requestId, filter, init);
-}
-
-function listenStages(plan: ListenPlan): Stage<any, any>[] {
-  const close = new CloseStage(plan);
-  return [
-    new AckStage(plan.ack),
-    new KeepAliveStage(plan.keepAliveInterval, plan.clock),
-    close,
-    new TagStage(plan.requestId),
-    new QueueStage(plan),
-    new TelemetryStage(plan, close),
+export function listenPlans(options: Readonly<ListenOptions>, shutdown$: Observable<unknown> | undefined, scheduler?: SchedulerLike): ListenPlans {
+  const clock = Clock.of(scheduler);
+  // The order of the composition: lifetime, (the stream's token expiry), idle, (the stream's supersede), shutdown.
+  const triggers: TriggerSpec[] = [
+    { kind: 'deadline', reason: 'max_lifetime', clock, after: options.maxStreamLifetime },
+    { kind: 'idle', ms: options.listenIdleTimeout, clock },
   ];
+  if (shutdown$ !== undefined) triggers.push({ kind: 'signal', reason: 'shutdown', signal$: shutdown$ });
+  return {
+    keepAlive: keepAlivePlan(options.keepAliveInterval, scheduler),
+    close: closePlan(triggers, options.closeNotice, { clock }),
+    queue: queuePlan({ listenMaxQueue: options.listenMaxQueue, listenMaxQueueBytes: options.listenMaxQueueBytes, onDrop: reportDrop, stallGraceMs: 0 }),
+    clock,
+  };
+}
+
+/** What is one listen stream's own: its request, its filter, its credential's expiry, its signals. @internal */
+export interface ListenValues {
+  readonly requestId: JsonRpcId;
+  readonly filter: ListenFilter;
+  readonly expiresAt?: number | undefined;
+  readonly supersede$?: Observable<unknown> | undefined;
+  readonly shutdown$?: Observable<unknown> | undefined;
+  readonly demand$?: Observable<boolean> | undefined;
+}
+
+/** The per-stream values of `init`, checked under their own names. */
+function listenValues(init: ListenPipelineInit): ListenValues {
+  return {
+    requestId: requestId('requestId', init.requestId),
+    filter: init.filter,
+    expiresAt: init.expiresAt === undefined ? undefined : epochMs('expiresAt', init.expiresAt),
+    supersede$: init.supersede$ === undefined ? undefined : observable('supersede$', init.supersede$),
+    shutdown$: init.shutdown$ === undefined ? undefined : observable('shutdown$', init.shutdown$),
+    demand$: init.demand$ === undefined ? undefined : observable<boolean>('demand$', init.demand$, 'booleans'),
+  };
+}
+
+/**
+ * The stages of one listen stream: the operators' own, in the order of the composition, each given
+ * its share of the plans and its stream's values. What the endpoint serves (`servedListen`) and
+ * what {@link listenPipeline} runs.
+ * @internal
+ */
+export function listenStages(plans: ListenPlans, stream: ListenValues): Stage<any, any>[] {
+  const close = new CloseStage(plans.close, stream.requestId, stream.expiresAt, stream.supersede$);
+  return [
+    new AckStage(controlFrame(acknowledgedNotification(stream.filter))),
+    new KeepAliveStage(plans.keepAlive),
+    close,
+    new TagStage(stream.requestId),
+    new QueueStage(plans.queue, stream.demand$),
+    new TelemetryStage(plans.clock, stream.filter, close),
+  ];
+}
+
+/**
+ * The stream an endpoint serves for one listen: its topics' notifications through
+ * {@link listenStages}, the plans made once for every stream of the endpoint, the values valid
+ * already. @internal
+ */
+export function servedListen(hub: Hub, plans: ListenPlans, stream: ListenValues, scopes: ReadonlySet<string> | undefined): Observable<Frame> {
+  return notifications(hub, stream.filter, scopes).pipe(stageOperator<MessageFrame, Frame>(() => listenStages(plans, stream)));
 }
 
 /** Publishes the stream's `start` when it opens and its `stop` (with the reason) when it ends. */
@@ -247,17 +198,18 @@ class TelemetryStage extends Stage<Frame> {
   private openedAt = 0;
 
   constructor(
-    private readonly plan: ListenPlan,
+    private readonly clock: Clock,
+    private readonly filter: ListenFilter,
     private readonly close: CloseStage,
   ) {
     super();
   }
 
   override open(): void {
-    const { clock } = this.plan;
+    const { clock } = this;
     this.openedAt = clock.elapsed();
     if (channels.start.hasSubscribers) {
-      const { filter } = this.plan;
+      const { filter } = this;
       channels.start.publish({ systemTime: this.openedAt + clock.origin, resourceSubscriptions: filter.resourceSubscriptions?.length ?? 0, filters: filterNames(filter) });
     }
   }
@@ -269,10 +221,11 @@ class TelemetryStage extends Stage<Frame> {
   override dispose(): void {
     if (!channels.stop.hasSubscribers) return;
     const reason: StopReason = this.close.reason ?? (this.close.failed ? 'error' : 'client_closed');
-    channels.stop.publish({ duration: this.plan.clock.elapsed() - this.openedAt, filters: filterNames(this.plan.filter), reason });
+    channels.stop.publish({ duration: this.clock.elapsed() - this.openedAt, filters: filterNames(this.filter), reason });
   }
 }
 
-function onDrop(frame: MessageFrame, queueLength: number, queueBytes: number): void {
+/** The `drop` telemetry of a notification dropped for a busy client (listen and legacy GET streams). @internal */
+export function reportDrop(frame: MessageFrame, queueLength: number, queueBytes: number): void {
   if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, queueBytes, topic: frame.topic ?? 'resource' });
 }

@@ -1,7 +1,8 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
-import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame, PrimingFrame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+import { nonNegativeInteger } from '../lib/validate.js';
+import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
 import { Stage, type StageChain, stageOperator } from './stage.js';
 
 const DECIMAL = /^[0-9]+$/;
@@ -40,33 +41,38 @@ const DECIMAL = /^[0-9]+$/;
  * @see withEventIds
  */
 export function primeStream(lastEventId: string | null | undefined, log: EventLog, retry: number): MonoTypeOperatorFunction<Frame> {
-  requireRetry(retry);
-  const plan: PrimePlan = { lastEventId, log, reconnectDelay: retry };
-  return stageOperator(() => [new PrimeStage(plan)]);
+  const plan = primePlan(nonNegativeInteger('primeStream retry', retry, 'milliseconds'));
+  return stageOperator(() => [new PrimeStage(plan, lastEventId, log)]);
 }
 
-/** What {@link primeStream} primes with, shared by the streams of one operator (or one stream's plan). @internal */
+/** What the priming stages of one operator, or of one endpoint's GET streams, share. @internal */
 export interface PrimePlan {
-  readonly lastEventId: string | null | undefined;
-  readonly log: EventLog;
-  /** The `retry:` field, in milliseconds. */
+  /** The `retry:` field, in milliseconds (the option `reconnectDelay`); valid by then. */
   readonly reconnectDelay: number;
 }
 
-const COMPLETED = 1;
-const STOPPED = 2;
+/** The plan of {@link primeStream}. @internal */
+export function primePlan(reconnectDelay: number): PrimePlan {
+  return { reconnectDelay };
+}
 
 /**
  * The logic of {@link primeStream}: the priming event goes out before the source is subscribed;
- * with an asynchronous log the source's frames and completion are held until it is out.
+ * with an asynchronous log, it and the frames after it are held (see {@link HeldFrames}) until the
+ * id is read. Once its event is out on a synchronous log the stage leaves its chain: a stream that
+ * stays open for hours does not pass every frame through it.
  * @internal
  */
-export class PrimeStage extends Stage<Frame> {
-  private held: Frame[] | undefined = undefined;
-  private state = 0;
+export class PrimeStage extends Stage<Frame> implements HeldFramesSink<Frame | string | undefined> {
+  // Holds the id being read (a string, or undefined when the log cannot tell) before the frames.
+  private held: HeldFrames<Frame | string | undefined> | undefined = undefined;
   private chain: StageChain | undefined = undefined;
 
-  constructor(private readonly plan: PrimePlan) {
+  constructor(
+    private readonly plan: PrimePlan,
+    private readonly lastEventId: string | null | undefined,
+    private readonly log: EventLog,
+  ) {
     super();
   }
 
@@ -75,30 +81,16 @@ export class PrimeStage extends Stage<Frame> {
   }
 
   override open(): void {
-    const { lastEventId, log, reconnectDelay } = this.plan;
-    const id = primingId(lastEventId, log);
+    const { reconnectDelay } = this.plan;
+    const id = primingId(this.lastEventId, this.log);
+    const chain = this.chain;
+    this.chain = undefined;
     if (!isThenable(id)) {
       this.out.push(priming(id, reconnectDelay));
-      // Its work is done: a stream that stays open for hours does not pass every frame through it.
-      this.chain?.leave(this);
-      this.chain = undefined;
+      chain?.leave(this);
       return;
     }
-    this.chain = undefined;
-    this.held = [];
-    id.then(
-      (known) => {
-        if ((this.state & STOPPED) !== 0) return;
-        this.out.push(priming(known, reconnectDelay));
-        const held = this.held!;
-        this.held = undefined;
-        for (let i = 0; i < held.length && (this.state & STOPPED) === 0; i++) this.out.push(held[i]!);
-        if (this.state === COMPLETED) this.out.end();
-      },
-      (error: unknown) => {
-        if ((this.state & STOPPED) === 0) this.fail(error);
-      },
-    );
+    (this.held = new HeldFrames<Frame | string | undefined>(this)).push(id);
   }
 
   push(frame: Frame): void {
@@ -107,7 +99,7 @@ export class PrimeStage extends Stage<Frame> {
   }
 
   override end(): void {
-    if (this.held !== undefined) this.state |= COMPLETED;
+    if (this.held !== undefined) this.held.end();
     else this.out.end();
   }
 
@@ -117,15 +109,21 @@ export class PrimeStage extends Stage<Frame> {
   }
 
   override dispose(): void {
-    this.state |= STOPPED;
-    this.held = undefined;
+    this.held?.stop();
   }
-}
 
-/** @internal */
-export function requireRetry(retry: number): void {
-  if (!Number.isSafeInteger(retry) || retry < 0) {
-    throw new InvalidOptionError('primeStream retry', 'a non-negative integer of milliseconds', retry);
+  /** The id, once read (first), then the frames held behind it. */
+  onHeld(value: Frame | string | undefined): void {
+    this.out.push(typeof value === 'object' ? value : priming(value, this.plan.reconnectDelay));
+  }
+
+  onHeldEnd(): void {
+    this.out.end();
+  }
+
+  onHeldError(error: unknown): void {
+    // The id could not be read: the stream errors.
+    this.fail(error);
   }
 }
 

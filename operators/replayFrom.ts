@@ -1,6 +1,7 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame, MessageFrame } from '../lib/frame.js';
-import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+import type { EventLog } from '../lib/replayBuffer.js';
+import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
 import { Stage, stageOperator } from './stage.js';
 
 /**
@@ -41,14 +42,14 @@ export function replayFrom(lastEventId: string | null | undefined, log: EventLog
 
 /**
  * The logic of {@link replayFrom}: the log is read at the first live frame or once the source's
- * subscribe has returned; live frames wait while the replay is written; the seam is cut by id.
+ * subscribe has returned, whichever comes first; the kept frames go out first, the live frames
+ * held behind them (see {@link HeldFrames}), and a frame whose id was already sent is skipped
+ * (no duplicate at the seam). A failed read errors the stream.
  * @internal
  */
-export class ReplayStage extends Stage<Frame> {
-  private state: 'waiting' | 'replaying' | 'live' = 'waiting';
-  private held: Frame[] | undefined;
-  private completed = false;
-  private stopped = false;
+export class ReplayStage extends Stage<Frame> implements HeldFramesSink<Frame | readonly MessageFrame[]> {
+  private readonly held = new HeldFrames<Frame | readonly MessageFrame[]>(this);
+  private read = false;
   private newestId = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -59,25 +60,20 @@ export class ReplayStage extends Stage<Frame> {
   }
 
   override opened(): void {
-    if (this.state === 'waiting') this.replay();
+    this.replay();
   }
 
   push(frame: Frame): void {
-    if (this.state === 'live') {
-      this.write(frame);
-      return;
-    }
-    (this.held ??= []).push(frame);
-    if (this.state === 'waiting') this.replay();
+    // Live: once the kept frames are out, a frame goes straight through.
+    if (this.read && this.held.empty) return this.write(frame);
+    this.replay();
+    this.held.push(frame);
   }
 
   override end(): void {
     // A source that completes before the replay is written (or while it is) ends after it.
-    if (this.state === 'live') this.out.end();
-    else {
-      this.completed = true;
-      if (this.state === 'waiting') this.replay();
-    }
+    this.replay();
+    this.held.end();
   }
 
   override fail(error: unknown): void {
@@ -86,8 +82,27 @@ export class ReplayStage extends Stage<Frame> {
   }
 
   override dispose(): void {
-    this.stopped = true;
-    this.held = undefined;
+    this.held.stop();
+  }
+
+  /** The kept frames, read once, go first. */
+  private replay(): void {
+    if (this.read) return;
+    this.read = true;
+    this.held.push(this.log.after(this.lastEventId));
+  }
+
+  onHeld(item: Frame | readonly MessageFrame[]): void {
+    if (!Array.isArray(item)) return this.write(item as Frame);
+    for (let i = 0; i < item.length; i++) this.write(item[i]!);
+  }
+
+  onHeldEnd(): void {
+    this.out.end();
+  }
+
+  onHeldError(error: unknown): void {
+    this.fail(error);
   }
 
   private write(frame: Frame): void {
@@ -97,36 +112,5 @@ export class ReplayStage extends Stage<Frame> {
       if (!Number.isNaN(id)) this.newestId = id;
     }
     this.out.push(frame);
-  }
-
-  private replay(): void {
-    this.state = 'replaying';
-    const kept = this.log.after(this.lastEventId);
-    if (isThenable(kept)) {
-      kept.then(
-        (frames) => this.finish(frames),
-        (error: unknown) => {
-          if (!this.stopped) this.fail(error);
-        },
-      );
-    } else {
-      this.finish(kept);
-    }
-  }
-
-  private finish(kept: readonly MessageFrame[]): void {
-    for (let i = 0; i < kept.length; i++) {
-      if (this.stopped) return;
-      this.write(kept[i]!);
-    }
-    // Frames that arrive while these are written join the end of the same list.
-    for (let i = 0; this.held !== undefined && i < this.held.length; i++) {
-      if (this.stopped) return;
-      this.write(this.held[i]!);
-    }
-    this.held = undefined;
-    if (this.stopped) return;
-    this.state = 'live';
-    if (this.completed) this.out.end();
   }
 }

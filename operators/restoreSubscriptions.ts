@@ -1,5 +1,6 @@
-import { catchError, defer, EMPTY, from, ignoreElements, mergeMap, type MonoTypeOperatorFunction, type ObservableInput, Subscriber } from 'rxjs';
-import { InvalidOptionError } from '../lib/errors.js';
+import { catchError, defer, EMPTY, from, ignoreElements, mergeMap, type MonoTypeOperatorFunction, type ObservableInput, type Subscription } from 'rxjs';
+import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
+import { callback, positiveInteger } from '../lib/validate.js';
 import { DisposingStage, stageOperator } from './stage.js';
 
 /**
@@ -26,7 +27,7 @@ import { DisposingStage, stageOperator } from './stage.js';
  * @param concurrency the most restores in flight at once, a positive integer; defaults to 8.
  * @param onError told about each URI whose restore threw, rejected or errored; optional. If it
  *   throws, the stream errors with that error.
- * @throws InvalidOptionError when `concurrency` is not a positive integer.
+ * @throws InvalidOptionError when `concurrency` is not a positive integer, or `subscribe` or `onError` not a function.
  * @see replayFrom
  */
 export function restoreSubscriptions<T>(
@@ -35,7 +36,12 @@ export function restoreSubscriptions<T>(
   concurrency = 8,
   onError?: (uri: string, error: unknown) => void,
 ): MonoTypeOperatorFunction<T> {
-  const plan = restorePlan(uris, subscribe, concurrency, onError);
+  const plan = restorePlan(
+    uris,
+    callback<(uri: string) => ObservableInput<unknown>>('restoreSubscriptions subscribe', subscribe),
+    positiveInteger('restoreSubscriptions concurrency', concurrency),
+    onError === undefined ? undefined : callback<(uri: string, error: unknown) => void>('restoreSubscriptions onError', onError),
+  );
   return stageOperator(() => [new RestoreStage<T>(plan)]);
 }
 
@@ -47,16 +53,13 @@ export interface RestorePlan {
   readonly onError: ((uri: string, error: unknown) => void) | undefined;
 }
 
-/** Validates the arguments of {@link restoreSubscriptions} into a {@link RestorePlan}. @internal */
+/** The plan of {@link restoreSubscriptions}, from valid arguments. @internal */
 export function restorePlan(
   uris: Iterable<string>,
   subscribe: (uri: string) => ObservableInput<unknown>,
-  concurrency = 8,
-  onError?: (uri: string, error: unknown) => void,
+  concurrency: number,
+  onError: ((uri: string, error: unknown) => void) | undefined,
 ): RestorePlan {
-  if (!Number.isInteger(concurrency) || concurrency <= 0) {
-    throw new InvalidOptionError('restoreSubscriptions concurrency', 'a positive integer', concurrency);
-  }
   return { uris, subscribe, concurrency, onError };
 }
 
@@ -66,8 +69,8 @@ export function restorePlan(
  * an hour; its restores take a moment).
  * @internal
  */
-export class RestoreStage<T> extends DisposingStage<T> {
-  private restoring: RestoreSubscriber | undefined;
+export class RestoreStage<T> extends DisposingStage<T> implements SubscriptionReceiver<never, undefined> {
+  private restoring: Subscription | undefined;
 
   constructor(private readonly plan: RestorePlan) {
     super();
@@ -75,8 +78,7 @@ export class RestoreStage<T> extends DisposingStage<T> {
 
   override opened(): void {
     const { uris, subscribe, concurrency, onError } = this.plan;
-    const restoring = (this.restoring = new RestoreSubscriber(this));
-    from(uris)
+    const restoring = from(uris)
       .pipe(
         mergeMap(
           (uri) =>
@@ -90,13 +92,22 @@ export class RestoreStage<T> extends DisposingStage<T> {
           concurrency,
         ),
       )
-      .subscribe(restoring);
-    if (restoring.closed && this.restoring === restoring) this.restoring = undefined;
+      .subscribe(new BareSubscriber<never>(this, undefined));
+    // Done at once (nothing to restore, or all synchronous): nothing to hold.
+    if (!restoring.closed) this.restoring = restoring;
+  }
+
+  onValue(): void {}
+
+  /** `onError` threw: the stream errors with that error. */
+  onError(error: unknown): void {
+    this.restoring = undefined;
+    this.fail(error);
   }
 
   /** Every restore is done. */
-  restored(subscriber: RestoreSubscriber): void {
-    if (this.restoring === subscriber) this.restoring = undefined;
+  onComplete(): void {
+    this.restoring = undefined;
   }
 
   push(value: T): void {
@@ -107,23 +118,5 @@ export class RestoreStage<T> extends DisposingStage<T> {
     const restoring = this.restoring;
     this.restoring = undefined;
     restoring?.unsubscribe();
-  }
-}
-
-// A bare Subscriber rather than an observer object: subscribing it allocates no SafeSubscriber.
-class RestoreSubscriber extends Subscriber<never> {
-  constructor(private readonly stage: RestoreStage<unknown>) {
-    super();
-  }
-
-  protected override _error(error: unknown): void {
-    this.unsubscribe();
-    // onError threw: the stream errors with that error.
-    this.stage.fail(error);
-  }
-
-  protected override _complete(): void {
-    this.unsubscribe();
-    this.stage.restored(this);
   }
 }

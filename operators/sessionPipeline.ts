@@ -1,13 +1,12 @@
-import { asyncScheduler, isObservable, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
-import { Broadcast } from '../lib/broadcast.js';
+import type { MonoTypeOperatorFunction, Observable, ObservableInput, SchedulerLike } from 'rxjs';
 import { Clock } from '../lib/clock.js';
-import { InvalidOptionError } from '../lib/errors.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
-import { CloseStage, directSignals, requireEpochMs, requireObservable, type ClosePlan, type CloseTrigger, type TriggerSpec } from './closeTriggers.js';
-import { queueLimits, QueueStage, type DropHandler, type QueueLimits, type QueuePlan } from './dropWhenQueueExceeds.js';
-import { KeepAliveStage, requireInterval } from './keepAlive.js';
-import { PrimeStage, requireRetry, type PrimePlan } from './primeStream.js';
+import { callback, epochMs, milliseconds, nonNegativeInteger, object, observable, positiveInteger } from '../lib/validate.js';
+import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
+import { queueLimits, QueueStage, queuePlan, type DropHandler, type QueueLimits, type QueuePlan } from './dropWhenQueueExceeds.js';
+import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
+import { PrimeStage, primePlan, type PrimePlan } from './primeStream.js';
 import { ReplayStage } from './replayFrom.js';
 import { restorePlan, RestoreStage, type RestorePlan } from './restoreSubscriptions.js';
 import { stageOperator, type Stage } from './stage.js';
@@ -71,158 +70,116 @@ export interface SessionPipelineInit {
  *   maxStreamLifetime: 3_600_000, queue: { notifications: 1000 }, demand$ }))
  *   .subscribe((frame) => res.write(encodeFrame(frame)));
  * @param init see {@link SessionPipelineInit}.
- * @throws InvalidOptionError when a number, the expiry or a signal is invalid.
+ * @throws InvalidOptionError naming it when a number, the expiry, a signal or a restore setting is invalid.
  */
 export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunction<Frame> {
-  const plan = sessionPlan(init);
-  // The restore's plan is the stage's own: the stream's plan does not keep it for the stream's life.
-  const restore = init.restore === undefined ? undefined : restorePlan(init.restore.uris, init.restore.subscribe, init.restore.concurrency, init.restore.onError);
-  return stageOperator(() => sessionStages(plan, restore));
+  const given = object<SessionPipelineInit>('sessionPipeline init', init);
+  const { notifications, bytes } = queueLimits(given.queue);
+  // The public operator makes its plans for its one stream; an endpoint makes them once (sessionPlans).
+  const plans = sessionPlans({
+    keepAliveInterval: milliseconds('keepAliveInterval', given.keepAliveInterval),
+    maxStreamLifetime: milliseconds('maxStreamLifetime', given.maxStreamLifetime),
+    reconnectDelay: nonNegativeInteger('reconnectDelay', given.reconnectDelay, 'milliseconds'),
+    listenMaxQueue: notifications,
+    listenMaxQueueBytes: bytes,
+    onDrop: given.onDrop === undefined ? undefined : callback<DropHandler>('onDrop', given.onDrop),
+    onClose: given.onClose === undefined ? undefined : callback<(reason: CloseReason) => void>('onClose', given.onClose),
+    shutdown$: given.shutdown$ === undefined ? undefined : observable('shutdown$', given.shutdown$),
+    scheduler: given.scheduler,
+  });
+  const stream: SessionValues = {
+    lastEventId: given.lastEventId,
+    log: given.log,
+    expiresAt: given.expiresAt === undefined ? undefined : epochMs('expiresAt', given.expiresAt),
+    supersede$: given.supersede$ === undefined ? undefined : observable('supersede$', given.supersede$),
+    demand$: observable<boolean>('demand$', given.demand$, 'booleans'),
+  };
+  // The restore's plan is the stage's own: the stream's values do not keep it for the stream's life.
+  const restore = given.restore;
+  const restoring =
+    restore === undefined
+      ? undefined
+      : restorePlan(
+          restore.uris,
+          callback<(uri: string) => ObservableInput<unknown>>('restore.subscribe', restore.subscribe),
+          positiveInteger('restore.concurrency', restore.concurrency ?? 8),
+          restore.onError === undefined ? undefined : callback<(uri: string, error: unknown) => void>('restore.onError', restore.onError),
+        );
+  return stageOperator(() => sessionStages(plans, stream, restoring));
 }
-
-type Deadline = TriggerSpec & { kind: 'deadline' };
-
-/** What the GET streams of one clock with the same numbers share (an endpoint's streams: one object). */
-interface Settings {
-  readonly clock: Clock;
-  /** The lifetime cap, as a close plan's deadlines. */
-  readonly lifetime: readonly Deadline[];
-  readonly maxStreamLifetime: number;
-  readonly keepAliveInterval: number;
-  readonly reconnectDelay: number;
-  readonly notifications: number;
-  readonly bytes: number;
-  readonly onDrop: DropHandler | undefined;
-}
-
-// The settings of the latest stream of each clock: reused while the next stream's are the same.
-const latest = new WeakMap<Clock, Settings>();
-
-function settingsFor(clock: Clock, init: SessionPipelineInit): Settings {
-  const { notifications, bytes } = queueLimits(init.queue);
-  const { maxStreamLifetime, keepAliveInterval, reconnectDelay, onDrop } = init;
-  const last = latest.get(clock);
-  if (
-    last !== undefined &&
-    last.maxStreamLifetime === maxStreamLifetime &&
-    last.keepAliveInterval === keepAliveInterval &&
-    last.reconnectDelay === reconnectDelay &&
-    last.notifications === notifications &&
-    last.bytes === bytes &&
-    last.onDrop === onDrop
-  ) {
-    return last;
-  }
-  const lifetime = Object.freeze([Object.freeze({ kind: 'deadline' as const, reason: 'max_lifetime' as const, clock, after: maxStreamLifetime })]);
-  const settings: Settings = Object.freeze({ clock, lifetime, maxStreamLifetime, keepAliveInterval, reconnectDelay, notifications, bytes, onDrop });
-  latest.set(clock, settings);
-  return settings;
-}
-
-// The order of the composition: superseded, then shutdown.
-const SIGNAL_REASONS: readonly CloseReason[] = Object.freeze(['superseded', 'shutdown']);
-const SHUTDOWN_ONLY: readonly CloseReason[] = Object.freeze(['shutdown']);
-const NO_SIGNALS: readonly Observable<unknown>[] = Object.freeze([]);
-const NO_TRIGGERS: readonly CloseTrigger[] = Object.freeze([]);
-const NO_FRAMES: readonly Frame[] = Object.freeze([]);
 
 /**
- * What every stage of one GET stream is built from, in one object: it is the close plan, the queue
- * plan and the prime plan of its stages as well (a stream holds one plan, not one per stage), and
- * what every stream of an endpoint shares is one {@link Settings} object.
+ * What the GET streams of one endpoint share: each operator's own plan, made once from the
+ * endpoint's resolved options.
+ * @internal
  */
-class SessionPlan implements ClosePlan, QueuePlan, PrimePlan {
-  readonly deadlines: readonly Deadline[];
-  readonly lastEventId: string | undefined;
+export interface SessionPlans {
+  readonly prime: PrimePlan;
+  readonly keepAlive: KeepAlivePlan;
+  /** The lifetime cap and the shutdown signal; a close just ends the stream (its client reconnects). */
+  readonly close: ClosePlan;
+  /** `listenMaxQueue`, `listenMaxQueueBytes`, no stall grace (a stream that ends while its client is not reading ends at once). */
+  readonly queue: QueuePlan;
+}
+
+/** The settings {@link sessionPlans} are made of, valid, under the endpoint options' names. @internal */
+export interface SessionSettings {
+  readonly keepAliveInterval: number;
+  readonly maxStreamLifetime: number;
+  readonly reconnectDelay: number;
+  readonly listenMaxQueue: number;
+  readonly listenMaxQueueBytes: number;
+  readonly onDrop?: DropHandler | undefined;
+  /** Told the reason when a trigger ends a stream (the public operator's `onClose`). */
+  readonly onClose?: ((reason: CloseReason) => void) | undefined;
+  readonly shutdown$?: Observable<unknown> | undefined;
+  readonly scheduler?: SchedulerLike | undefined;
+}
+
+/**
+ * The {@link SessionPlans} of valid settings: the plan functions of `primeStream`, `keepAlive`,
+ * `closeWhen` and `dropWhenQueueExceeds`, called once.
+ * @internal
+ */
+export function sessionPlans(settings: SessionSettings): SessionPlans {
+  const { scheduler, shutdown$ } = settings;
+  const clock = Clock.of(scheduler);
+  // The order of the composition: lifetime, (the stream's token expiry), (its supersede), shutdown.
+  const triggers: TriggerSpec[] = [{ kind: 'deadline', reason: 'max_lifetime', clock, after: settings.maxStreamLifetime }];
+  if (shutdown$ !== undefined) triggers.push({ kind: 'signal', reason: 'shutdown', signal$: shutdown$ });
+  return {
+    prime: primePlan(settings.reconnectDelay),
+    keepAlive: keepAlivePlan(settings.keepAliveInterval, scheduler),
+    close: closePlan(triggers, 'end', { onClose: settings.onClose, clock }),
+    queue: queuePlan({ listenMaxQueue: settings.listenMaxQueue, listenMaxQueueBytes: settings.listenMaxQueueBytes, onDrop: settings.onDrop, stallGraceMs: 0 }),
+  };
+}
+
+/** What is one GET stream's own. @internal */
+export interface SessionValues {
+  readonly lastEventId?: string | undefined;
   readonly log: EventLog;
+  readonly expiresAt?: number | undefined;
+  readonly supersede$?: Observable<unknown> | undefined;
   readonly demand$: Observable<boolean>;
-  readonly #supersede$: Observable<unknown> | undefined;
-  readonly #shutdown$: Observable<unknown> | undefined;
-  readonly #onClose: ((reason: CloseReason) => void) | undefined;
-
-  constructor(
-    private readonly settings: Settings,
-    init: SessionPipelineInit,
-  ) {
-    const { lifetime, clock } = settings;
-    // The order of the composition: lifetime, then token expiry (a tie closes with the first).
-    this.deadlines = init.expiresAt === undefined ? lifetime : [lifetime[0]!, { kind: 'deadline', reason: 'token_expired', clock, at: init.expiresAt }];
-    this.#supersede$ = init.supersede$;
-    this.#shutdown$ = init.shutdown$;
-    this.demand$ = init.demand$;
-    this.lastEventId = init.lastEventId;
-    this.log = init.log;
-    this.#onClose = init.onClose;
-  }
-
-  // The signals as the close stage reads them (when it opens, closes, or hears one): made when read,
-  // so that an idle stream holds its two signals and no list of them.
-  get signals(): readonly Observable<unknown>[] {
-    const supersede$ = this.#supersede$;
-    const shutdown$ = this.#shutdown$;
-    return supersede$ !== undefined ? (shutdown$ !== undefined ? [supersede$, shutdown$] : [supersede$]) : shutdown$ !== undefined ? [shutdown$] : NO_SIGNALS;
-  }
-  get signalReasons(): readonly CloseReason[] {
-    return this.#supersede$ !== undefined ? SIGNAL_REASONS : SHUTDOWN_ONLY;
-  }
-  get direct(): number {
-    return directSignals(this.signals, this.demand$);
-  }
-  get directDemand(): boolean {
-    return this.demand$ instanceof Broadcast;
-  }
-  get clock(): Clock {
-    return this.settings.clock;
-  }
-  get keepAliveInterval(): number {
-    return this.settings.keepAliveInterval;
-  }
-  get reconnectDelay(): number {
-    return this.settings.reconnectDelay;
-  }
-  get notifications(): number {
-    return this.settings.notifications;
-  }
-  get bytes(): number {
-    return this.settings.bytes;
-  }
-  get onDrop(): DropHandler | undefined {
-    return this.settings.onDrop;
-  }
-  /** No grace: a stream that ends while its client is not reading ends at once (its client replays what it missed). */
-  get stallGraceMs(): number {
-    return 0;
-  }
-  get idle(): undefined {
-    return undefined;
-  }
-  get custom(): readonly CloseTrigger[] {
-    return NO_TRIGGERS;
-  }
-
-  /** A GET stream just ends on a close (its client reconnects), after telling `onClose`. */
-  closing(reason: CloseReason): readonly Frame[] {
-    this.#onClose?.(reason);
-    return NO_FRAMES;
-  }
 }
 
-function sessionPlan(init: SessionPipelineInit): SessionPlan {
-  requireRetry(init.reconnectDelay);
-  requireInterval('sessionPipeline keepAliveInterval', init.keepAliveInterval);
-  requireInterval('sessionPipeline maxStreamLifetime', init.maxStreamLifetime);
-  if (init.expiresAt !== undefined) requireEpochMs('expiresAt epochMs', init.expiresAt);
-  if (init.supersede$ !== undefined) requireObservable('superseded signal$', init.supersede$);
-  if (init.shutdown$ !== undefined) requireObservable('shutdown signal$', init.shutdown$);
-  if (!isObservable(init.demand$)) throw new InvalidOptionError('dropWhenQueueExceeds demand$', 'an Observable of booleans', init.demand$);
-  return new SessionPlan(settingsFor(Clock.of(init.scheduler ?? asyncScheduler), init), init);
-}
-
-function sessionStages(plan: SessionPlan, restore: RestorePlan | undefined): Stage<any, any>[] {
+/**
+ * The stages of one GET stream: the operators' own, in the order of the composition, each given
+ * its share of the plans and its stream's values. What the endpoint serves and what
+ * {@link sessionPipeline} runs.
+ * @internal
+ */
+export function sessionStages(plans: SessionPlans, stream: SessionValues, restore: RestorePlan | undefined): Stage<any, any>[] {
   const stages: Stage<any, any>[] = [];
   // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
-  if (plan.lastEventId !== undefined) stages.push(new ReplayStage(plan.lastEventId, plan.log));
-  stages.push(new PrimeStage(plan), new KeepAliveStage(plan.keepAliveInterval, plan.clock), new CloseStage(plan), new QueueStage(plan));
+  if (stream.lastEventId !== undefined) stages.push(new ReplayStage(stream.lastEventId, stream.log));
+  stages.push(
+    new PrimeStage(plans.prime, stream.lastEventId, stream.log),
+    new KeepAliveStage(plans.keepAlive),
+    new CloseStage(plans.close, undefined, stream.expiresAt, stream.supersede$),
+    new QueueStage(plans.queue, stream.demand$),
+  );
   if (restore !== undefined) stages.push(new RestoreStage<Frame>(restore));
   return stages;
 }

@@ -1,4 +1,5 @@
-import { Observable, Subscriber, type OperatorFunction } from 'rxjs';
+import { Observable, type OperatorFunction, type Subscriber } from 'rxjs';
+import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
 import { TopicsObservable } from '../lib/notifications.js';
 
 /**
@@ -69,44 +70,23 @@ export abstract class DisposingStage<In = unknown, Out = In> extends Stage<In, O
 }
 
 /**
- * The subscriber to the source of a chain: hands what the source emits to the first stage.
- * @internal
- */
-class SourceSubscriber<T> extends Subscriber<T> {
-  constructor(private readonly chain: StageChain) {
-    super();
-  }
-
-  protected override _next(value: T): void {
-    this.chain.next(value);
-  }
-
-  protected override _error(error: unknown): void {
-    this.unsubscribe();
-    this.chain.error(error);
-  }
-
-  protected override _complete(): void {
-    // Stays subscribed until the chain is torn down: completing is not the end of the stages after it.
-    this.chain.complete();
-  }
-}
-
-/**
  * A chain of stages between a source subscription and a sink. Added to the sink (the subscriber
  * of the resulting Observable) as its teardown: when the sink ends or is unsubscribed, every stage
  * is disposed and the source unsubscribed. The stages are linked through their `out` (the last
  * one's is the chain): the chain holds the first one and no list of them.
  * @internal
  */
-export class StageChain implements Downstream<unknown> {
-  /** The first stage still in the chain (the one at the index in `state`), or the chain itself when none is. */
+export class StageChain implements Downstream<unknown>, SubscriptionReceiver<unknown, undefined> {
+  /** The first stage still in the chain, or the chain itself when none is. */
   private first: Downstream<unknown>;
   private readonly sink: Subscriber<any>;
   private source: SourceRegistration | undefined;
-  // One small integer (idle streams are many): DONE, SEVERED (a stage ended everything above it,
-  // see cut()), and above them the index below which the stages have been disposed.
-  private state = 0;
+  /** Torn down: the sink ended or was unsubscribed. */
+  private done = false;
+  /** A stage ended everything above it (see {@link StageChain.cut}): the source is gone. */
+  private severed = false;
+  /** How many stages from the start have left the chain (disposed, or done with, see {@link StageChain.leave}). */
+  private gone = 0;
 
   /**
    * Links `stages` (in order) between `source` and `sink` and runs them: opens the stages,
@@ -133,17 +113,18 @@ export class StageChain implements Downstream<unknown> {
     for (let i = stages.length - 1; i >= 0; i--) {
       stages[i]!.open();
       // Ended while opening (a close trigger that fires at once): the source is never subscribed.
-      if ((this.state & (DONE | SEVERED)) !== 0) return;
+      if (this.done || this.severed) return;
     }
     if (typeof source === 'function') {
       this.source = source(this);
     } else {
-      const subscriber = (this.source = new SourceSubscriber<unknown>(this));
+      const subscriber = new BareSubscriber<unknown>(this, undefined);
+      this.source = subscriber;
       source.subscribe(subscriber);
     }
     for (let i = 0; i < stages.length; i++) {
-      if ((this.state & DONE) !== 0) return;
-      if (i >= this.state >> LIVE_SHIFT) stages[i]!.opened();
+      if (this.done) return;
+      if (i >= this.gone) stages[i]!.opened();
     }
   }
 
@@ -153,29 +134,42 @@ export class StageChain implements Downstream<unknown> {
    * go on (to write closing frames, say).
    */
   cut(stage: Stage<any, any>): void {
-    this.state |= SEVERED;
+    this.severed = true;
     const source = this.source;
     if (source?.cut !== undefined) source.cut();
     else source?.unsubscribe();
     this.disposeUntil(stage);
   }
 
-  /** A value from a source registered by a function (see {@link StageChain.run}). */
+  /** A value from the source (see {@link StageChain.run}). */
   next(value: unknown): void {
-    if ((this.state & (DONE | SEVERED)) !== 0) return;
+    if (this.done || this.severed) return;
     this.first.push(value);
   }
 
   /** The end of the source: the stages end in order (see {@link StageChain.run}). */
   complete(): void {
-    if ((this.state & (DONE | SEVERED)) !== 0) return;
+    if (this.done || this.severed) return;
     this.first.end();
   }
 
   /** The source failed. */
   error(error: unknown): void {
-    if ((this.state & (DONE | SEVERED)) !== 0) return;
+    if (this.done || this.severed) return;
     this.first.fail(error);
+  }
+
+  // The source, when it is an Observable, through its BareSubscriber.
+  onValue(value: unknown): void {
+    this.next(value);
+  }
+
+  onError(error: unknown): void {
+    this.error(error);
+  }
+
+  onComplete(): void {
+    this.complete();
   }
 
   /**
@@ -186,7 +180,7 @@ export class StageChain implements Downstream<unknown> {
   leave(stage: Stage<any, any>): void {
     if (this.first !== stage) return;
     this.first = stage.out;
-    this.state += 1 << LIVE_SHIFT;
+    this.gone++;
   }
 
   // The end of the chain: the last stage's output goes to the sink.
@@ -204,8 +198,8 @@ export class StageChain implements Downstream<unknown> {
 
   /** The sink ended or was unsubscribed: everything goes. */
   unsubscribe(): void {
-    if ((this.state & DONE) !== 0) return;
-    this.state |= DONE;
+    if (this.done) return;
+    this.done = true;
     this.source?.unsubscribe();
     this.disposeUntil(this);
   }
@@ -216,15 +210,12 @@ export class StageChain implements Downstream<unknown> {
       const current = this.first as Stage<any, any>;
       // Out of the chain before it is disposed: a teardown that re-enters the chain does not dispose it twice.
       this.first = current.out;
-      this.state += 1 << LIVE_SHIFT;
+      this.gone++;
       current.dispose();
     }
   }
 }
 
-const DONE = 1;
-const SEVERED = 2;
-const LIVE_SHIFT = 2;
 
 /**
  * What a source registered by a function returns (see {@link StageChain.run}): `unsubscribe` is
@@ -278,18 +269,4 @@ export function stageOperator<In, Out>(create: () => readonly Stage<any, any>[])
     if (source instanceof TopicsObservable) return new StageObservable<Out>((entry) => source.attach(entry), create);
     return new StageObservable<Out>(source, create);
   };
-}
-
-/**
- * Links `stages` to a plain sink with no Observable around them: what a long-lived owner (a legacy
- * session stamping its frames) pushes into directly, with nothing in between (one object per stage).
- * Returns the first stage; dispose with `stages.forEach((stage) => stage.dispose())`. For stages
- * that do not end what is above them (a close trigger's stage needs a {@link StageChain}).
- * @internal
- */
-export function linkStages<In, Out>(stages: readonly Stage<any, any>[], sink: Downstream<Out>): Downstream<In> {
-  for (let i = 0; i < stages.length; i++) stages[i]!.out = i + 1 < stages.length ? stages[i + 1]! : sink;
-  for (let i = stages.length - 1; i >= 0; i--) stages[i]!.open();
-  for (const stage of stages) stage.opened();
-  return (stages[0] as Downstream<In> | undefined) ?? (sink as unknown as Downstream<In>);
 }

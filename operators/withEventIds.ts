@@ -1,6 +1,7 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
-import type { Frame, MessageFrame } from '../lib/frame.js';
+import type { Frame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
 import { Stage, stageOperator } from './stage.js';
 
 /**
@@ -31,77 +32,31 @@ export function withEventIds(log: EventLog): MonoTypeOperatorFunction<Frame> {
 
 /**
  * The logic of {@link withEventIds}: with a synchronous log every frame passes at once; with an
- * asynchronous one, frames wait in order for the ids of the frames before them.
+ * asynchronous one, frames wait in order for the ids of the frames before them (see
+ * {@link HeldFrames}). A failed append errors the stream.
  * @internal
  */
-export class EventIdStage extends Stage<Frame> {
-  // Frames waiting for an earlier frame's asynchronous append; empty on the synchronous path.
-  private waiting: (Frame | PromiseLike<MessageFrame>)[] | undefined;
-  private draining = false;
-  private completed = false;
+export class EventIdStage extends Stage<Frame> implements HeldFramesSink<Frame> {
+  // Made at the first asynchronous append; a synchronous log never needs it.
+  private held: HeldFrames<Frame> | undefined = undefined;
   private stopped = false;
 
-  /**
-   * @param log where ids come from and frames are recorded.
-   * @param onAppendError when given, a frame whose asynchronous append failed is reported to it
-   *   and skipped, and the frames after it go on (a legacy session's feed, which outlives its
-   *   streams); without it the failure errors the stream.
-   */
-  constructor(
-    private readonly log: EventLog,
-    private readonly onAppendError?: (error: unknown) => void,
-  ) {
+  constructor(private readonly log: EventLog) {
     super();
   }
 
   push(frame: Frame): void {
     if (this.stopped) return;
     const stamped = frame.type === 'message' ? this.log.append(frame) : frame;
-    if ((this.waiting === undefined || this.waiting.length === 0) && !isThenable(stamped)) {
-      this.out.push(stamped);
-      return;
-    }
-    (this.waiting ??= []).push(stamped);
-    this.drain();
-  }
-
-  private drain(): void {
-    if (this.draining) return;
-    this.draining = true;
-    const waiting = this.waiting!;
-    while (waiting.length > 0 && !this.stopped) {
-      const head = waiting[0]!;
-      if (isThenable(head)) {
-        head.then(
-          (stamped) => {
-            if (this.stopped) return;
-            waiting[0] = stamped;
-            this.draining = false;
-            this.drain();
-          },
-          (error: unknown) => {
-            if (this.stopped) return;
-            if (this.onAppendError === undefined) return this.fail(error);
-            this.onAppendError(error);
-            waiting.shift();
-            this.draining = false;
-            this.drain();
-          },
-        );
-        return;
-      }
-      waiting.shift();
-      this.out.push(head);
-    }
-    this.draining = false;
-    if (this.completed && waiting.length === 0 && !this.stopped) this.out.end();
+    const held = this.held;
+    if ((held === undefined || held.empty) && !isThenable(stamped)) this.out.push(stamped);
+    else (this.held ??= new HeldFrames(this)).push(stamped);
   }
 
   override end(): void {
     if (this.stopped) return;
-    this.completed = true;
-    if (this.waiting === undefined || this.waiting.length === 0) this.out.end();
-    else this.drain();
+    if (this.held === undefined) this.out.end();
+    else this.held.end();
   }
 
   override fail(error: unknown): void {
@@ -112,6 +67,18 @@ export class EventIdStage extends Stage<Frame> {
 
   override dispose(): void {
     this.stopped = true;
-    this.waiting = undefined;
+    this.held?.stop();
+  }
+
+  onHeld(frame: Frame): void {
+    this.out.push(frame);
+  }
+
+  onHeldEnd(): void {
+    this.out.end();
+  }
+
+  onHeldError(error: unknown): void {
+    this.fail(error);
   }
 }

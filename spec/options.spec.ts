@@ -5,10 +5,10 @@ import {
   DEFAULT_LISTEN_OPTIONS,
   DEFAULT_STREAM_LIMITS,
   MAX_TIMER_DELAY,
-  positiveInteger,
   resolveListenOptions,
   resolveStreamLimits,
 } from '../lib/options.js';
+import { positiveInteger } from '../lib/validate.js';
 import type { ListenOptions, StreamLimits } from '../lib/options.js';
 
 /** Asserts `run` throws an InvalidOptionError naming `option`, with exactly this message. */

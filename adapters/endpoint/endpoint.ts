@@ -20,6 +20,8 @@ import { discoverResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
+import { listenPlans, reportDrop } from '../../operators/listenPipeline.js';
+import { sessionPlans } from '../../operators/sessionPipeline.js';
 import { ListenStreams } from './listen.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
 import { ProviderFeeds } from './providerFeeds.js';
@@ -110,12 +112,11 @@ export class McpEndpoint {
       hub: this.hub,
       slots: this.slots,
       principals: this.principals,
-      options: listenOptions,
+      // What every listen stream of the endpoint shares, made once (each operator's own plan).
+      plans: listenPlans(listenOptions, this.#shutdown, this.#scheduler),
       capabilities: this.capabilities,
       access,
       feeds: this.#feeds,
-      shutdown$: this.#shutdown,
-      scheduler: this.#scheduler,
     });
     this.#legacy =
       options.legacy === false
@@ -129,10 +130,16 @@ export class McpEndpoint {
             extraCapabilities,
             serverInfo,
             instructions: options.instructions,
-            keepAliveInterval: listenOptions.keepAliveInterval,
-            maxQueue: listenOptions.listenMaxQueue,
-            maxQueueBytes: listenOptions.listenMaxQueueBytes,
-            maxStreamLifetime: listenOptions.maxStreamLifetime,
+            streams: sessionPlans({
+              keepAliveInterval: listenOptions.keepAliveInterval,
+              maxStreamLifetime: listenOptions.maxStreamLifetime,
+              reconnectDelay: sessionOptions.reconnectDelay,
+              listenMaxQueue: listenOptions.listenMaxQueue,
+              listenMaxQueueBytes: listenOptions.listenMaxQueueBytes,
+              onDrop: reportDrop,
+              shutdown$: this.#shutdown,
+              scheduler: this.#scheduler,
+            }),
             slots: this.slots,
             scheduler: this.#scheduler,
             eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),

@@ -1,4 +1,4 @@
-import { Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, type Subscription } from 'rxjs';
 import { Broadcast, type BroadcastTarget } from '../../lib/broadcast.js';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
@@ -6,8 +6,7 @@ import { authorizeListenFilter, type ListenFilter, parseListenFilter, type Resou
 import type { Frame } from '../../lib/frame.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
-import { listenStream } from '../../operators/listenPipeline.js';
-import type { ListenOptions } from '../../lib/options.js';
+import { type ListenPlans, servedListen } from '../../operators/listenPipeline.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
 import type { Slot, StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
@@ -23,15 +22,13 @@ export interface ListenStreamsInit {
   readonly hub: Hub;
   readonly slots: StreamSlots;
   readonly principals: PrincipalCap;
-  readonly options: Readonly<ListenOptions>;
+  /** What every listen stream of the endpoint shares (its options and shutdown signal, as each operator's plan). */
+  readonly plans: ListenPlans;
   readonly capabilities: ServerCapabilities;
   /** Who may listen to which resource URI: the same decision as a legacy `resources/subscribe`. */
   readonly access: ResourceAccess;
   /** Where providers' changes are subscribed for the listens that name their URIs. */
   readonly feeds: ProviderFeeds;
-  /** Emits once when the endpoint closes: every open stream closes with reason `shutdown`. */
-  readonly shutdown$: Observable<void>;
-  readonly scheduler: SchedulerLike;
 }
 
 /**
@@ -144,32 +141,12 @@ export class ListenStreams {
     const { expiresAt, scopes } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
-        const { hub, options, shutdown$, scheduler } = this.#init;
+        const { hub, plans } = this.#init;
         const { admission, slot } = pending;
         // Superseded while it was being authorized: it opens and closes at once (ack, then the
         // closing frames with reason `superseded`), its slot already given back.
         const late = pending.opened() ? undefined : new Broadcast<void>();
-        let stream: Observable<Frame>;
-        try {
-          stream = listenStream({
-            requestId: id,
-            filter,
-            hub,
-            options,
-            expiresAt,
-            supersede$: late ?? admission.superseded$,
-            shutdown$,
-            demand$,
-            scheduler,
-            scopes,
-          });
-        } catch (error) {
-          // Nothing was opened: give back what was taken, then fail the subscription.
-          admission.release();
-          slot.release();
-          lease?.release();
-          throw error;
-        }
+        const stream = servedListen(hub, plans, { requestId: id, filter, expiresAt, supersede$: late ?? admission.superseded$, demand$ }, scopes);
         this.#streams++;
         stream.subscribe(subscriber);
         late?.next();

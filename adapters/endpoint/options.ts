@@ -4,7 +4,8 @@ import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/c
 import { InvalidOptionError } from '../../lib/errors.js';
 import type { ServerCapabilities } from '../../lib/filter.js';
 import type { Hub } from '../../lib/hub.js';
-import { milliseconds, positiveInteger, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
+import { resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
+import { milliseconds, positiveInteger } from '../../lib/validate.js';
 import type { PrincipalCap, PrincipalRegistry } from '../../lib/principals.js';
 import type { ServerInfo } from '../../lib/protocol.js';
 import type { EventLog } from '../../lib/replayBuffer.js';

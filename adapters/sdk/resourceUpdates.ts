@@ -19,7 +19,7 @@ import {
   type SubscribeOutcome,
   type SubscriptionHolder,
   UriTable,
-} from '../endpoint/legacy/establish.js';
+} from '../endpoint/subscriptions.js';
 
 /**
  * What {@link ResourceUpdates} needs of an SDK server: the low-level `Server` of

@@ -1,11 +1,12 @@
 import { Observable, type Subscriber } from 'rxjs';
-import { sessionPipeline, type SessionPipelineInit } from '../../../operators/sessionPipeline.js';
-import { type SourceRegistration, StageObservable } from '../../../operators/stage.js';
+import { restorePlan } from '../../../operators/restoreSubscriptions.js';
+import { sessionStages, type SessionValues } from '../../../operators/sessionPipeline.js';
+import { type SourceRegistration, StageObservable, stageOperator } from '../../../operators/stage.js';
 import { Clock } from '../../../lib/clock.js';
 import type { RequestContext } from '../../../lib/context.js';
-import type { Frame, MessageFrame } from '../../../lib/frame.js';
+import type { Frame } from '../../../lib/frame.js';
 import type { Slot } from '../../../lib/slots.js';
-import { channels, reportError } from '../../../lib/telemetry.js';
+import { reportError } from '../../../lib/telemetry.js';
 import { endStream, type FeedEntry, type ListChanges, type LiveSession, scopesOf, type SessionStream } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError } from './subscribe.js';
@@ -121,34 +122,15 @@ function subscribeGetStream(
   session.listen(owner.lists);
   // The session's feed, its first stage registered on the session (the handle) directly.
   const feed$ = new StageObservable<Frame>((entry) => handle.attach(entry), noStages);
-  let stream$: Observable<Frame>;
-  try {
-    stream$ = feed$.pipe(
-      // DESIGN L7–L9 as one composite operator: replay after Last-Event-ID, the priming event,
-      // keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
-      // subscriptions are authorized again on restore), token expiry and shutdown, the bounded
-      // queue, and the restore of the persisted subscriptions. A close trigger cuts the feed (the
-      // handle): the session lets go of the stream at once, while the stream writes what it holds
-      // (nothing, if its client is not reading: it then ends at once and replays on reconnect).
-      sessionPipeline({
-        lastEventId,
-        log: session.log,
-        reconnectDelay: init.options.reconnectDelay,
-        keepAliveInterval: init.keepAliveInterval,
-        maxStreamLifetime: init.maxStreamLifetime,
-        expiresAt: expiry,
-        shutdown$,
-        queue: { notifications: init.maxQueue, bytes: init.maxQueueBytes },
-        demand$,
-        onDrop,
-        restore: unrestored.length === 0 ? undefined : restoreSpec(init, handle, unrestored, context),
-        scheduler,
-      }),
-    );
-  } catch (error) {
-    handle.unsubscribe();
-    throw error;
-  }
+  // DESIGN L7–L9, the endpoint's one composition (sessionPipeline): replay after Last-Event-ID, the
+  // priming event, keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
+  // subscriptions are authorized again on restore), token expiry and shutdown, the bounded queue,
+  // and the restore of the persisted subscriptions. A close trigger cuts the feed (the handle):
+  // the session lets go of the stream at once, while the stream writes what it holds (nothing, if
+  // its client is not reading: it then ends at once and replays on reconnect).
+  const values: SessionValues = { lastEventId, log: session.log, expiresAt: expiry, demand$ };
+  const restoring = unrestored.length === 0 ? undefined : restorePlan(unrestored, (uri) => restore(init, session, uri, handle, context), RESTORE_CONCURRENCY, onRestoreError);
+  const stream$ = feed$.pipe(stageOperator<Frame, Frame>(() => sessionStages(init.streams, values, restoring)));
   stream$.subscribe(subscriber);
   // A stream closed as it opened never registers its feed: nothing else would give back what it holds.
   if (!handle.attached) handle.unsubscribe();
@@ -156,16 +138,6 @@ function subscribeGetStream(
 
 function noStages(): [] {
   return [];
-}
-
-/** The restore of `uris` on the stream of `handle`, as the principal of the GET request's `context`. */
-function restoreSpec(init: LegacySessionsInit, handle: StreamHandle, uris: readonly string[], context: RequestContext): SessionPipelineInit['restore'] {
-  return {
-    uris,
-    subscribe: (uri) => restore(init, handle.session, uri, handle, context),
-    concurrency: RESTORE_CONCURRENCY,
-    onError: onRestoreError,
-  };
 }
 
 function onRestoreError(uri: string, error: unknown): void {
@@ -243,8 +215,4 @@ function detach(owner: StreamOwner, handle: StreamHandle): void {
     session.grace = undefined;
     if (session.stream === undefined) session.sleep(owner.lists);
   });
-}
-
-function onDrop(frame: MessageFrame, queueLength: number, queueBytes: number): void {
-  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, queueBytes, topic: frame.topic ?? 'resource' });
 }

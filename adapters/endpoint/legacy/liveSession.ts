@@ -1,13 +1,12 @@
 import { EMPTY, type Observable, Subject } from 'rxjs';
-import { linkStages, type Downstream } from '../../../operators/stage.js';
-import { EventIdStage } from '../../../operators/withEventIds.js';
+import { HeldFrames, type HeldFramesSink } from '../../../operators/heldFrames.js';
 import type { RequestContext } from '../../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js';
 import type { Hub, HubTarget } from '../../../lib/hub.js';
-import type { EventLog } from '../../../lib/replayBuffer.js';
+import { isThenable, type EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
-import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from './establish.js';
+import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from '../subscriptions.js';
 
 /** The list-changed topics a session hears on its GET stream (those the server advertises). @internal */
 export type ListTopic = 'tools' | 'prompts' | 'resources';
@@ -41,16 +40,19 @@ export interface SessionStream {
  * A legacy session as this node holds it: the record plus what cannot be persisted (its live GET
  * stream, its live subscriptions, its timers). Kept small: a server holds thousands, most idle.
  *
- * Frames reach it from two sides: its registrations on the hub's list-changed topics (`next`) and
- * its resource subscriptions (`resourceUpdated`). Each is stamped with the session's next event id
- * and kept for replay (the `withEventIds` stage, made at the first frame), then written to the
- * live GET stream if any (`push`, the stage's downstream).
+ * Frames reach it from two sides, each checked against the reader's scopes where it registered
+ * (never again here): the hub's list changes (`listChanged`, from {@link ListChanges}) and its
+ * resource subscriptions (`resourceUpdated`). {@link LiveSession.deliver} is the one place a frame
+ * is stamped with the session's next event id (kept for replay) and written to the live GET
+ * stream, if any.
  * @internal
  */
-export class LiveSession extends UriTable<LiveSubscription> implements SubscriptionHolder, HubTarget, Downstream<Frame> {
+export class LiveSession implements SubscriptionHolder, HeldFramesSink<MessageFrame> {
   readonly id: string;
   readonly principal: string;
   readonly protocolVersion: string;
+  /** Its live subscriptions, by URI. */
+  readonly live = new UriTable<LiveSubscription>();
   // The persisted subscription list, kept in step with the store (frozen: shared with the record).
   #uris: readonly string[];
   // lastActivity as milliseconds after ORIGIN: a small integer that V8 keeps in the field, where an
@@ -63,22 +65,21 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
 
   /** The grace period after its GET stream ended, on the endpoint's clock. */
   grace: { unsubscribe(): void } | undefined = undefined;
-  // ENDED and LISTENING: one field for both.
-  #flags = 0;
+  /** Deleted, evicted or taken over by another node. */
+  #ended = false;
+  /** Hears the hub's list changes (while its GET stream is open or in its grace period). */
+  #listening = false;
   /**
    * The read scopes of the principal as of its latest GET stream (empty until one opens): a
-   * notification published with a scope outside them is never stamped nor written.
+   * list change published with a scope outside them is never stamped nor written.
    */
   scopes: ReadonlySet<string> = NO_SCOPES;
   // Emits when a GET stream attaches or the session ends; made for the first subscribe that waits.
   #changed: Subject<void> | undefined = undefined;
-  // The withEventIds stage, linked straight to the session: made at the first frame. With an
-  // asynchronous log frames still come out in push order; a frame the log failed to take is
-  // reported on `channels.error` and not written, and the frames after it go on.
-  #stamp: Downstream<MessageFrame> | undefined = undefined;
+  // Frames waiting for an earlier frame's asynchronous append (a shared log), made at the first one.
+  #held: HeldFrames<MessageFrame> | undefined = undefined;
 
   constructor(record: SessionRecord, log: EventLog) {
-    super();
     this.id = record.id;
     this.principal = record.principal;
     this.protocolVersion = record.protocolVersion;
@@ -96,14 +97,6 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
     this.#activity = ms - ORIGIN;
   }
 
-  /**
-   * Its live subscriptions, by URI: the session is that table itself (one object less per session,
-   * and a server holds thousands).
-   */
-  get live(): UriTable<LiveSubscription> {
-    return this;
-  }
-
   /** The persisted subscription list, kept in step with the store, in subscription order. */
   get uris(): readonly string[] {
     return this.#uris;
@@ -116,47 +109,52 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
 
   /** True once the session has ended (deleted, evicted, taken over by another node). */
   get ended(): boolean {
-    return (this.#flags & ENDED) !== 0;
+    return this.#ended;
   }
 
   /** Whether the session hears the hub's list changes (while its GET stream is open or in its grace period). */
   get listening(): boolean {
-    return (this.#flags & LISTENING) !== 0;
+    return this.#listening;
   }
 
-  /** A list-changed notification from the hub (see {@link ListChanges}). */
-  next(frame: MessageFrame): void {
-    if ((this.#flags & LISTENING) === 0) return;
-    this.deliver(frame);
+  /** A list-changed notification its scopes allow (see {@link ListChanges}). */
+  listChanged(frame: MessageFrame): void {
+    if (this.#listening) this.deliver(frame);
   }
 
-  /** A change of a subscribed resource (its scope was checked against the subscriber's already). */
+  /** A change of a subscribed resource (its subscription checked the subscriber's scopes). */
   resourceUpdated(frame: MessageFrame): void {
     this.deliver(frame);
   }
 
-  // Not a #private method: those cost every instance a field (their brand).
-  private deliver(frame: MessageFrame): void {
+  /**
+   * Stamps `frame` with the session's next event id (the log keeps it for replay) and writes it to
+   * the live GET stream, if any; in order, also when the log's appends are asynchronous. A frame
+   * the log failed to take is reported on `channels.error` and not written; the frames after it go on.
+   */
+  deliver(frame: MessageFrame): void {
     // A storm of identical notifications (1000 tools/list_changed from a registry's loop) reaches
     // a session once (the hub collapses it, HubOptions.coalesce), so a collapsed one takes no id.
-    if (frame.scope !== undefined && !mayReceive(frame, this.scopes)) return;
-    (this.#stamp ??= linkStages([new EventIdStage(this.log, reportSourceError)], this)).push(frame);
+    const stamped = this.log.append(frame);
+    const held = this.#held;
+    if ((held === undefined || held.empty) && !isThenable(stamped)) this.stream?.entry?.next(stamped);
+    else (this.#held ??= new HeldFrames(this)).push(stamped);
   }
 
-  /** A stamped frame (the stamping stage's output): written to the live GET stream, if any. */
-  push(frame: Frame): void {
+  /** A stamped frame whose turn came (see {@link deliver}). */
+  onHeld(frame: MessageFrame): void {
     this.stream?.entry?.next(frame);
   }
 
-  end(): void {}
+  onHeldEnd(): void {}
 
-  fail(error: unknown): void {
-    reportSourceError(error);
+  onHeldError(error: unknown): void {
+    reportError('source', error);
   }
 
   /** Emits when a GET stream attaches or the session ends (completes then). */
   changes(): Observable<void> {
-    return this.ended ? EMPTY : (this.#changed ??= new Subject<void>());
+    return this.#ended ? EMPTY : (this.#changed ??= new Subject<void>());
   }
 
   /** Tells whoever waits in {@link changes}: a GET stream attached. */
@@ -166,7 +164,7 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
 
   /** Marks the session ended and tells whoever waits in {@link changes}. */
   finish(): void {
-    this.#flags |= ENDED;
+    this.#ended = true;
     const changed = this.#changed;
     this.#changed = undefined;
     changed?.next();
@@ -175,8 +173,8 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
 
   /** The session hears the hub's list changes from now on (idempotent). */
   listen(lists: ListChanges): void {
-    if (this.listening || lists.topics.length === 0) return;
-    this.#flags |= LISTENING;
+    if (this.#listening || lists.topics.length === 0) return;
+    this.#listening = true;
     lists.add();
   }
 
@@ -187,8 +185,8 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
   sleep(lists: ListChanges): void {
     this.grace?.unsubscribe();
     this.grace = undefined;
-    if (this.listening) {
-      this.#flags &= ~LISTENING;
+    if (this.#listening) {
+      this.#listening = false;
       lists.remove();
     }
     for (const subscription of this.live.values()) subscription.unsubscribe();
@@ -200,8 +198,6 @@ export class LiveSession extends UriTable<LiveSubscription> implements Subscript
 const NO_URIS: readonly string[] = Object.freeze([]);
 /** The epoch time the process started with: session activity times are kept relative to it. */
 const ORIGIN = Date.now();
-const ENDED = 1;
-const LISTENING = 2;
 
 /**
  * The hub's list-changed notifications for the sessions of one endpoint: one registration on each
@@ -240,10 +236,11 @@ export class ListChanges implements HubTarget {
 
   next(frame: MessageFrame): void {
     for (const session of this.sessions.values()) {
-      if (!session.listening) continue;
+      // Each session is a reader of its own: its scopes are checked here, where it registered.
+      if (!session.listening || !mayReceive(frame, session.scopes)) continue;
       // A failing session must not stop delivery to the others (what the hub does per registration).
       try {
-        session.next(frame);
+        session.listChanged(frame);
       } catch (error) {
         reportError('hub', error);
       }
@@ -255,9 +252,6 @@ function frozen(list: readonly string[]): readonly string[] {
   return Object.isFrozen(list) ? list : list.length === 0 ? NO_URIS : Object.freeze(list.slice());
 }
 
-function reportSourceError(error: unknown): void {
-  reportError('source', error);
-}
 
 /**
  * Ends the session's stream (only `handle` when given): its pipeline writes what it holds and

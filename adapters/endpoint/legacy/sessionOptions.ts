@@ -2,8 +2,9 @@ import type { SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../../../lib/errors.js';
 import type { ServerCapabilities } from '../../../lib/filter.js';
 import type { Hub } from '../../../lib/hub.js';
-import { milliseconds, positiveInteger } from '../../../lib/options.js';
+import { milliseconds, positiveInteger } from '../../../lib/validate.js';
 import type { ServerInfo } from '../../../lib/protocol.js';
+import type { SessionPlans } from '../../../operators/sessionPipeline.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionBus, SessionStore } from '../../../lib/session.js';
 import type { StreamSlots } from '../../../lib/slots.js';
@@ -100,12 +101,11 @@ export interface LegacySessionsInit {
   readonly extraCapabilities: Readonly<Record<string, unknown>>;
   readonly serverInfo: ServerInfo;
   readonly instructions: string | undefined;
-  readonly keepAliveInterval: number;
-  /** A GET stream ends (cleanly: the client reconnects and is authorized again) after this many milliseconds. */
-  readonly maxStreamLifetime: number;
-  readonly maxQueue: number;
-  /** The byte budget of a GET stream's queue for a client that is not reading (`listenMaxQueueBytes`). */
-  readonly maxQueueBytes: number;
+  /**
+   * What every GET stream of the endpoint shares, made once from its options (`keepAliveInterval`,
+   * `maxStreamLifetime`, `reconnectDelay`, `listenMaxQueue`, `listenMaxQueueBytes`, the shutdown signal).
+   */
+  readonly streams: SessionPlans;
   readonly slots: StreamSlots;
   readonly scheduler: SchedulerLike;
   /** The event log of a session (its ids and replay buffer): a `ReplayBuffer` in process, a shared log in a fleet. */

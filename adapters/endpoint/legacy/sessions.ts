@@ -10,7 +10,7 @@ import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { initializeResult } from '../discover.js';
 import { openGetStream, type StreamOwner } from './getStream.js';
-import { cancelSubscribe } from './establish.js';
+import { cancelSubscribe } from '../subscriptions.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';

@@ -5,7 +5,7 @@ import { MAX_URI_BYTES } from '../../../lib/filter.js';
 import { ErrorCode, exceedsBytes, JsonRpcError } from '../../../lib/jsonrpc.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { refusalError, type ResourceDecision } from '../authorize.js';
-import { cancelSubscribe, establishSubscription, type SubscribeOutcome } from './establish.js';
+import { cancelSubscribe, establishSubscription, type SubscribeOutcome } from '../subscriptions.js';
 import type { LiveSession, SessionStream } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 

@@ -1,12 +1,12 @@
 import { from, Subscriber } from 'rxjs';
-import type { RequestContext } from '../../../lib/context.js';
-import { encodeResourceUpdated } from '../../../lib/encode.js';
-import type { MessageFrame } from '../../../lib/frame.js';
-import { type Hub, type HubTarget, NotificationMethod } from '../../../lib/hub.js';
-import { ErrorCode, JsonRpcError } from '../../../lib/jsonrpc.js';
-import { changesHub, type ResourceProvider } from '../../../lib/resources.js';
-import { reportError } from '../../../lib/telemetry.js';
-import { refusalError, type ResourceAccess, type ResourceDecision } from '../authorize.js';
+import type { RequestContext } from '../../lib/context.js';
+import { encodeResourceUpdated } from '../../lib/encode.js';
+import { mayReceive, type MessageFrame } from '../../lib/frame.js';
+import { type Hub, type HubTarget, NotificationMethod } from '../../lib/hub.js';
+import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
+import { changesHub, type ResourceProvider } from '../../lib/resources.js';
+import { reportError } from '../../lib/telemetry.js';
+import { refusalError, type ResourceAccess, type ResourceDecision } from './authorize.js';
 
 /** A subscribe in progress: told why it was cancelled when something overtakes it. @internal */
 export interface PendingSubscribe {
@@ -225,8 +225,9 @@ function resourceUpdatedFrame(uri: string): MessageFrame {
 }
 
 /**
- * A subscription registered on the hub's topic of its URI: the hub's own frame is handed on (one
- * encoding per publish for every session), a scoped one only to a subscriber holding its scope.
+ * A subscription to a URI's changes published on the hub itself (the default provider): one
+ * registration on the URI's topic. Its principal's scopes are checked here, once, for every frame
+ * the hub hands it; what passes goes on as it is.
  */
 class HubSubscription implements HubTarget, LiveSubscription {
   closed = false;
@@ -242,11 +243,8 @@ class HubSubscription implements HubTarget, LiveSubscription {
 
   next(frame: MessageFrame): void {
     // A delivery already under way when it was unsubscribed.
-    if (this.closed) return;
-    const scope = frame.scope;
-    if (scope === undefined) this.holder.resourceUpdated(frame, this.uri);
-    // A scoped publish (rare) is handed on as an unscoped copy: who may hear it was checked here.
-    else if (this.scopes.has(scope)) this.holder.resourceUpdated(resourceUpdatedFrame(this.uri), this.uri);
+    if (this.closed || !mayReceive(frame, this.scopes)) return;
+    this.holder.resourceUpdated(frame, this.uri);
   }
 
   unsubscribe(): void {
@@ -319,6 +317,6 @@ class SourceSubscription extends Subscriber<unknown> implements LiveSubscription
 
 /** A provider's change value: a scoped hub frame only for principals holding its scope; anything else for all. */
 function mayReceiveValue(value: unknown, scopes: ReadonlySet<string>): boolean {
-  const scope = (value as { scope?: unknown } | null)?.scope;
-  return (value as { type?: unknown } | null)?.type !== 'message' || typeof scope !== 'string' || scopes.has(scope);
+  const frame = value as Partial<MessageFrame> | null;
+  return frame?.type !== 'message' || typeof frame.scope !== 'string' || mayReceive(frame as MessageFrame, scopes);
 }
