@@ -1,13 +1,63 @@
-import type { MonoTypeOperatorFunction } from 'rxjs';
-import { CloseStage, closePlan, type CloseTrigger } from './closeTriggers.js';
-import { stageOperator } from './stage.js';
+import { Observable, Subject, type MonoTypeOperatorFunction } from 'rxjs';
+import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
+import type { Clock, ClockEntry } from '../lib/clock.js';
 import { InvalidOptionError } from '../lib/errors.js';
-import type { CloseReason, Frame } from '../lib/frame.js';
+import { controlFrame, type CloseReason, type Frame } from '../lib/frame.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
 import type { CloseNoticeMode } from '../lib/options.js';
+import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
 import { callback, oneOf, requestId } from '../lib/validate.js';
+import { Stage, type StageChain, stageOperator } from './stage.js';
 
-export type { CloseTrigger };
+/**
+ * Decides when a stream is closed: given the stream's frames, emits the reason to close it.
+ *
+ * `closeWhen` subscribes every trigger once, to the same shared upstream, and closes the
+ * stream on the first reason any of them emits. A trigger that does not care about the frames
+ * (a timer, an outside signal) ignores its argument.
+ *
+ * @example
+ * // Close on maintenance; the frames are not needed.
+ * const maintenance: CloseTrigger = () => maintenance$.pipe(take(1), map(() => 'shutdown' as const));
+ * @param upstream the frames of the stream, shared with the other triggers; each frame reaches
+ *   the triggers just before it is passed on.
+ * @see closeWhen
+ */
+export type CloseTrigger = (upstream: Observable<Frame>) => Observable<CloseReason>;
+
+/**
+ * What a built-in trigger is, for `closeWhen` to run it as a few fields of its own stage instead
+ * of a subscribed chain: a deadline on a clock, an idle window, or an outside signal.
+ * @internal
+ */
+export type TriggerSpec = DeadlineSpec | IdleSpec | { readonly kind: 'signal'; readonly reason: CloseReason; readonly signal$: Observable<unknown> };
+
+/** A deadline: `after` milliseconds from the stream's start, or at the time `at`. @internal */
+export interface DeadlineSpec {
+  readonly kind: 'deadline';
+  readonly reason: CloseReason;
+  readonly clock: Clock;
+  readonly after?: number;
+  readonly at?: number;
+}
+
+/** An idle window of `ms` milliseconds without a notification. @internal */
+export interface IdleSpec {
+  readonly kind: 'idle';
+  readonly ms: number;
+  readonly clock: Clock;
+}
+
+/** Where a built-in trigger keeps its {@link TriggerSpec}. @internal */
+export const TRIGGER_SPEC: unique symbol = Symbol('mcp-rx-streams.closeTrigger');
+
+/** A built-in trigger: callable like any {@link CloseTrigger}, and known to `closeWhen`. @internal */
+export type BuiltInTrigger = CloseTrigger & { readonly [TRIGGER_SPEC]: TriggerSpec };
+
+/** The spec of `trigger` if it is a built-in one. @internal */
+export function triggerSpec(trigger: CloseTrigger): TriggerSpec | undefined {
+  return (trigger as Partial<BuiltInTrigger>)[TRIGGER_SPEC];
+}
 
 /** How a stream closed by `closeWhen` says goodbye. */
 export interface CloseNotice {
@@ -91,3 +141,281 @@ export function closeWhen(
 }
 
 const CLOSE_NOTICE_MODES: readonly CloseNoticeMode[] = ['cancelled-then-result', 'result-only'];
+
+/**
+ * What a close sends: the listen's closing frames in one of the two {@link CloseNoticeMode}s
+ * (`notifications/cancelled` and the result, or the result alone), nothing (`'end'`: a legacy GET
+ * stream just ends, its client reconnects), or the reason itself (`'reason'`: a trigger run on its
+ * own emits it). @internal
+ */
+export type CloseAction = CloseNoticeMode | 'end' | 'reason';
+
+/**
+ * What the close stages of one `closeWhen`, or of one endpoint's streams, share: the triggers
+ * sorted by kind, and what a close sends. A stream adds its own request id, token expiry and
+ * supersede signal to its stage ({@link CloseStage}).
+ * @internal
+ */
+export interface ClosePlan {
+  readonly deadlines: readonly DeadlineSpec[];
+  /** The narrowest idle window (several idle triggers close at the narrowest one). */
+  readonly idle: IdleSpec | undefined;
+  /** The outside signals, and (at the same index) the reason each closes with. */
+  readonly signals: readonly Observable<unknown>[];
+  readonly signalReasons: readonly CloseReason[];
+  /** Signals attached to directly (distinct Broadcasts): bit i set for `signals[i]`. */
+  readonly direct: number;
+  /** Triggers of your own: given the frames, subscribed. */
+  readonly custom: readonly CloseTrigger[];
+  readonly action: CloseAction;
+  /** The request the closing frames answer, when every stream of the plan answers the same one (`closeWhen`'s notice). */
+  readonly requestId: JsonRpcId | undefined;
+  /** Told the reason once, just before the closing frames (`closeWhen`'s `onClose`). */
+  readonly onClose: ((reason: CloseReason) => void) | undefined;
+  /** Where a stream's own expiry is timed (see {@link CloseStage}); the first deadline's clock otherwise. */
+  readonly clock: Clock | undefined;
+}
+
+/**
+ * Sorts valid `triggers` (trigger functions, or the specs of built-in ones) into a
+ * {@link ClosePlan} (the order of the list breaks ties: of two deadlines due at the same time, the
+ * first listed closes). @internal
+ */
+export function closePlan(
+  triggers: readonly (CloseTrigger | TriggerSpec)[],
+  action: CloseAction,
+  extra: { readonly requestId?: JsonRpcId; readonly onClose?: (reason: CloseReason) => void; readonly clock?: Clock } = {},
+): ClosePlan {
+  const deadlines: DeadlineSpec[] = [];
+  const signals: Observable<unknown>[] = [];
+  const signalReasons: CloseReason[] = [];
+  const custom: CloseTrigger[] = [];
+  let idle: IdleSpec | undefined;
+  for (const trigger of triggers) {
+    const spec = typeof trigger === 'function' ? triggerSpec(trigger) : trigger;
+    if (spec === undefined) custom.push(trigger as CloseTrigger);
+    else if (spec.kind === 'deadline') deadlines.push(spec);
+    else if (spec.kind === 'signal') {
+      signals.push(spec.signal$);
+      signalReasons.push(spec.reason);
+    } else if (idle === undefined || spec.ms < idle.ms) idle = spec;
+  }
+  let direct = 0;
+  for (let i = 0; i < signals.length; i++) {
+    const signal$ = signals[i];
+    if (signal$ instanceof Broadcast && signals.indexOf(signal$) === i) direct |= 1 << i;
+  }
+  return {
+    deadlines,
+    idle,
+    signals,
+    signalReasons,
+    direct,
+    custom,
+    action,
+    requestId: extra.requestId,
+    onClose: extra.onClose,
+    clock: extra.clock ?? deadlines[0]?.clock,
+  };
+}
+
+/**
+ * The closing frames of a listen stream closed for `reason`: `notifications/cancelled` (unless
+ * `mode` is `'result-only'`) and the listen result, both control frames carrying `closeReason`.
+ * @internal
+ */
+export function listenClosingFrames(requestId: JsonRpcId, mode: CloseNoticeMode, reason: CloseReason): readonly Frame[] {
+  const result = controlFrame({ jsonrpc: '2.0', id: requestId, result: { resultType: 'complete' } }, reason);
+  if (mode === 'result-only') return [result];
+  const cancelled = controlFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } }, reason);
+  return [cancelled, result];
+}
+
+/**
+ * The logic of `closeWhen` and of every built-in trigger: it watches the frames (idle window,
+ * your own triggers), holds the earliest deadline as its own entry on the shared {@link Clock}
+ * and follows the outside signals; the first reason ends everything above it (the source, the
+ * stages before) and sends the closing frames, then ends the stream.
+ *
+ * A stream brings what is its own: the request its closing frames answer, its credential's expiry
+ * (reason `token_expired`, after the plan's deadlines on a tie) and its supersede signal (reason
+ * `superseded`, followed before the plan's signals). Ties keep the order of the listen
+ * composition: lifetime, token expiry, idle, superseded, shutdown.
+ * @internal
+ */
+export class CloseStage extends Stage<Frame, Frame | CloseReason> implements ClockEntry, BroadcastTarget, SubscriptionReceiver<unknown, CloseReason | undefined> {
+  due = 0;
+  slot = -1;
+  seq = 0;
+  /** Why the stream was closed (`undefined` while open). */
+  reason: CloseReason | undefined = undefined;
+  /** A signal or a trigger of your own errored. */
+  failed = false;
+  /** It has closed, ended or been disposed: it passes and does nothing more. */
+  private closing = false;
+  private deadlineReason: CloseReason = 'max_lifetime';
+  private lastActivity = 0;
+  // Deadlines on another clock than the plan's, and subscribed signals and triggers.
+  private others: { unsubscribe(): void }[] | undefined = undefined;
+  private frames: Subject<Frame> | undefined = undefined;
+  private chain: StageChain | undefined = undefined;
+
+  /**
+   * @param plan what the stream shares with the others.
+   * @param requestId the listen request this stream's closing frames answer (else the plan's).
+   * @param expiresAt when the stream's credential expires, in milliseconds since the epoch.
+   * @param supersede$ emits when a newer stream of the same principal displaces this one.
+   */
+  constructor(
+    private readonly plan: ClosePlan,
+    private readonly requestId?: JsonRpcId,
+    private readonly expiresAt?: number,
+    private readonly supersede$?: Observable<unknown>,
+  ) {
+    super();
+  }
+
+  override link(chain: StageChain): void {
+    this.chain = chain;
+  }
+
+  override open(): void {
+    const { deadlines, idle, signals, signalReasons, custom, direct, clock } = this.plan;
+    if (idle !== undefined) this.lastActivity = idle.clock.elapsed();
+    if (clock !== undefined) this.openDeadlines(clock, deadlines);
+    const supersede$ = this.supersede$;
+    if (supersede$ !== undefined) this.follow(supersede$, 'superseded', supersede$ instanceof Broadcast);
+    for (let i = 0; i < signals.length && !this.closing; i++) {
+      const signal$ = signals[i]!;
+      this.follow(signal$, signalReasons[i]!, (direct & (1 << i)) !== 0 && signal$ !== supersede$);
+    }
+    if (custom.length > 0 && !this.closing) {
+      const frames = (this.frames = new Subject<Frame>());
+      for (let i = 0; i < custom.length && !this.closing; i++) {
+        (this.others ??= []).push(custom[i]!(frames.asObservable()).subscribe(new BareSubscriber<unknown, CloseReason | undefined>(this, undefined)));
+      }
+    }
+  }
+
+  /** The deadlines on `clock` are one entry, the earliest (the first listed on a tie); others get one each. */
+  private openDeadlines(clock: Clock, deadlines: readonly DeadlineSpec[]): void {
+    const now = clock.now();
+    let due = Number.POSITIVE_INFINITY;
+    for (const deadline of deadlines) {
+      const at = deadline.at ?? now + deadline.after!;
+      if (deadline.clock !== clock) {
+        const { reason } = deadline;
+        (this.others ??= []).push(deadline.clock.at(at, () => this.close(reason)));
+      } else if (at < due) {
+        due = at;
+        this.deadlineReason = deadline.reason;
+      }
+    }
+    const expiry = this.expiresAt;
+    if (expiry !== undefined && expiry < due) {
+      due = expiry;
+      this.deadlineReason = 'token_expired';
+    }
+    if (due !== Number.POSITIVE_INFINITY) clock.add(this, due);
+  }
+
+  private follow(signal$: Observable<unknown>, reason: CloseReason, attach: boolean): void {
+    if (attach) (signal$ as Broadcast<unknown>).attach(this);
+    else (this.others ??= []).push(signal$.subscribe(new BareSubscriber<unknown, CloseReason | undefined>(this, reason)));
+  }
+
+  push(frame: Frame): void {
+    if (this.closing) return;
+    const idle = this.plan.idle;
+    if (idle !== undefined) {
+      if (frame.type === 'message' && frame.priority === 'notification') this.lastActivity = idle.clock.elapsed();
+      // The check runs on each keep-alive tick; the close replaces that tick.
+      else if (frame.type === 'comment' && idle.clock.elapsed() - this.lastActivity >= idle.ms) return this.close('idle_timeout');
+    }
+    if (this.frames !== undefined) {
+      this.frames.next(frame);
+      if (this.closing) return;
+    }
+    if (this.plan.action !== 'reason') this.out.push(frame);
+  }
+
+  /** The earliest deadline came. */
+  fire(): void {
+    this.close(this.deadlineReason);
+  }
+
+  onBroadcast(source: Observable<unknown>): void {
+    if (source === this.supersede$) return this.close('superseded');
+    const i = this.plan.signals.indexOf(source);
+    if (i >= 0) this.close(this.plan.signalReasons[i]!);
+  }
+
+  /** A value of a subscribed signal (`reason`), or of a trigger of your own (the value is the reason). */
+  onValue(value: unknown, reason: CloseReason | undefined): void {
+    this.close(reason ?? (value as CloseReason));
+  }
+
+  /** A signal or a trigger of your own errored: so does the stream. */
+  onError(error: unknown): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.failed = true;
+    this.release();
+    this.chain?.cut(this);
+    this.out.fail(error);
+  }
+
+  // A signal that completes without a value closes nothing: no onComplete.
+
+  /** A reason from a signal, a deadline or a trigger of your own. */
+  close(reason: CloseReason): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.reason = reason;
+    this.release();
+    // Stops the source and the stages before this one; this one and those after go on.
+    this.chain?.cut(this);
+    const { action, onClose } = this.plan;
+    if (action === 'reason') {
+      this.out.push(reason);
+    } else {
+      onClose?.(reason);
+      if (action !== 'end') for (const frame of listenClosingFrames((this.requestId ?? this.plan.requestId)!, action, reason)) this.out.push(frame);
+    }
+    this.out.end();
+  }
+
+  override end(): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.release();
+    // A trigger on its own completes with the frames it watched; closeWhen ends the stream as it is.
+    this.out.end();
+  }
+
+  override fail(error: unknown): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.release();
+    this.out.fail(error);
+  }
+
+  override dispose(): void {
+    this.closing = true;
+    this.release();
+  }
+
+  private release(): void {
+    const { signals, direct, clock } = this.plan;
+    clock?.remove(this);
+    const supersede$ = this.supersede$;
+    if (supersede$ instanceof Broadcast) supersede$.detach(this);
+    if (direct !== 0) for (let i = 0; i < signals.length; i++) if ((direct & (1 << i)) !== 0) (signals[i] as Broadcast<unknown>).detach(this);
+    const others = this.others;
+    if (others !== undefined) {
+      this.others = undefined;
+      for (const other of others) other.unsubscribe();
+    }
+    this.frames = undefined;
+  }
+}

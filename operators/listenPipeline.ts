@@ -9,7 +9,7 @@ import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
 import { channels, type StopReason } from '../lib/telemetry.js';
 import { epochMs, observable, requestId } from '../lib/validate.js';
 import { AckStage } from './ackThenNotify.js';
-import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
+import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeWhen.js';
 import { QueueStage, queuePlan, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
 import { Stage, stageOperator } from './stage.js';

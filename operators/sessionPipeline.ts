@@ -3,7 +3,7 @@ import { Clock } from '../lib/clock.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
 import { callback, epochMs, milliseconds, nonNegativeInteger, object, observable, positiveInteger } from '../lib/validate.js';
-import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeTriggers.js';
+import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeWhen.js';
 import { queueLimits, QueueStage, queuePlan, type DropHandler, type QueueLimits, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
 import { PrimeStage, primePlan, type PrimePlan } from './primeStream.js';

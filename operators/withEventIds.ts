@@ -31,9 +31,29 @@ export function withEventIds(log: EventLog): MonoTypeOperatorFunction<Frame> {
 }
 
 /**
- * The logic of {@link withEventIds}: with a synchronous log every frame passes at once; with an
- * asynchronous one, frames wait in order for the ids of the frames before them (see
- * {@link HeldFrames}). A failed append errors the stream.
+ * The logic of {@link withEventIds} for one frame: stamps it with the log's next event id and hands
+ * it to `sink` in order. With a synchronous log it goes at once; with an asynchronous one, or while
+ * earlier frames wait for theirs, it waits in `held` (made here the first time, and returned for
+ * the caller to keep). A stage runs it for its frames; a legacy session for its feed, which
+ * outlives its streams. @internal
+ */
+export function stampInOrder(
+  log: EventLog,
+  frame: Frame,
+  held: HeldFrames<Frame> | undefined,
+  sink: HeldFramesSink<Frame>,
+): HeldFrames<Frame> | undefined {
+  const stamped = frame.type === 'message' ? log.append(frame) : frame;
+  if ((held === undefined || held.empty) && !isThenable(stamped)) {
+    sink.onHeld(stamped);
+    return held;
+  }
+  (held ??= new HeldFrames(sink)).push(stamped);
+  return held;
+}
+
+/**
+ * The stage of {@link withEventIds} (see {@link stampInOrder}). A failed append errors the stream.
  * @internal
  */
 export class EventIdStage extends Stage<Frame> implements HeldFramesSink<Frame> {
@@ -47,10 +67,7 @@ export class EventIdStage extends Stage<Frame> implements HeldFramesSink<Frame> 
 
   push(frame: Frame): void {
     if (this.stopped) return;
-    const stamped = frame.type === 'message' ? this.log.append(frame) : frame;
-    const held = this.held;
-    if ((held === undefined || held.empty) && !isThenable(stamped)) this.out.push(stamped);
-    else (this.held ??= new HeldFrames(this)).push(stamped);
+    this.held = stampInOrder(this.log, frame, this.held, this);
   }
 
   override end(): void {

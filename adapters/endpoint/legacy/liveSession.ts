@@ -1,9 +1,10 @@
 import { EMPTY, type Observable, Subject } from 'rxjs';
-import { HeldFrames, type HeldFramesSink } from '../../../operators/heldFrames.js';
+import type { HeldFrames, HeldFramesSink } from '../../../operators/heldFrames.js';
+import { stampInOrder } from '../../../operators/withEventIds.js';
 import type { RequestContext } from '../../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js';
 import type { Hub, HubTarget } from '../../../lib/hub.js';
-import { isThenable, type EventLog } from '../../../lib/replayBuffer.js';
+import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from '../subscriptions.js';
@@ -47,7 +48,7 @@ export interface SessionStream {
  * stream, if any.
  * @internal
  */
-export class LiveSession implements SubscriptionHolder, HeldFramesSink<MessageFrame> {
+export class LiveSession implements SubscriptionHolder, HeldFramesSink<Frame> {
   readonly id: string;
   readonly principal: string;
   readonly protocolVersion: string;
@@ -77,7 +78,7 @@ export class LiveSession implements SubscriptionHolder, HeldFramesSink<MessageFr
   // Emits when a GET stream attaches or the session ends; made for the first subscribe that waits.
   #changed: Subject<void> | undefined = undefined;
   // Frames waiting for an earlier frame's asynchronous append (a shared log), made at the first one.
-  #held: HeldFrames<MessageFrame> | undefined = undefined;
+  #held: HeldFrames<Frame> | undefined = undefined;
 
   constructor(record: SessionRecord, log: EventLog) {
     this.id = record.id;
@@ -135,14 +136,11 @@ export class LiveSession implements SubscriptionHolder, HeldFramesSink<MessageFr
   deliver(frame: MessageFrame): void {
     // A storm of identical notifications (1000 tools/list_changed from a registry's loop) reaches
     // a session once (the hub collapses it, HubOptions.coalesce), so a collapsed one takes no id.
-    const stamped = this.log.append(frame);
-    const held = this.#held;
-    if ((held === undefined || held.empty) && !isThenable(stamped)) this.stream?.entry?.next(stamped);
-    else (this.#held ??= new HeldFrames(this)).push(stamped);
+    this.#held = stampInOrder(this.log, frame, this.#held, this);
   }
 
   /** A stamped frame whose turn came (see {@link deliver}). */
-  onHeld(frame: MessageFrame): void {
+  onHeld(frame: Frame): void {
     this.stream?.entry?.next(frame);
   }
 
