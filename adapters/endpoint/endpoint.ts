@@ -24,6 +24,7 @@ import { ListenStreams } from './listen.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
 import { ProviderFeeds } from './providerFeeds.js';
 import { acceptsEventStream, type EndpointResponse, json, jsonError, SSE_HEADERS } from './responses.js';
+import { RESOURCE_TEMPLATES_LIST, resourceTemplatesMethod } from './templates.js';
 
 /** Counts of what an endpoint holds now (for leak checks and metrics). */
 export interface EndpointStats {
@@ -80,6 +81,8 @@ export class McpEndpoint {
   readonly #feeds: ProviderFeeds;
   /** The built-in `server/discover` result (see {@link McpEndpointOptions}). */
   readonly #discover: Readonly<Record<string, unknown>>;
+  /** The built-in `resources/templates/list`, when `resources` is advertised. */
+  readonly #templates: MethodHandler | undefined;
   // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
   readonly #shutdown = new Broadcast<void>();
   #closed = false;
@@ -100,8 +103,10 @@ export class McpEndpoint {
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
     // One decision for both eras: a listen and a legacy subscribe ask the same providers and hooks.
+    const providers = options.resourceProviders ?? [hubResources(this.hub)];
+    this.#templates = this.capabilities.resources ? resourceTemplatesMethod(providers) : undefined;
     const access = new ResourceAccess({
-      providers: options.resourceProviders ?? [hubResources(this.hub)],
+      providers,
       canRead: options.canRead,
       subscribeHook: options.subscribeHook,
     });
@@ -312,7 +317,7 @@ export class McpEndpoint {
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, ...stream };
   }
 
-  /** A plain JSON-RPC method from the `methods` option. */
+  /** A plain JSON-RPC method from the `methods` option, else a built-in one (`server/discover`, `resources/templates/list`). */
   async #call(
     id: JsonRpcId,
     method: string,
@@ -320,7 +325,7 @@ export class McpEndpoint {
     context: RequestContext,
     notFoundStatus = 404,
   ): Promise<EndpointResponse> {
-    const handler = this.#own(method);
+    const handler = this.#own(method) ?? (method === RESOURCE_TEMPLATES_LIST ? this.#templates : undefined);
     if (handler === undefined) {
       // 2026-07-28: a client's first request; a legacy session has no use for it.
       if (method === 'server/discover' && context.session === undefined) return json(200, { jsonrpc: '2.0', id, result: this.#discover });

@@ -65,7 +65,9 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly subscribeHook?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   /**
    * Other JSON-RPC methods, answered with a single JSON response. An entry named `server/discover`
-   * or `initialize` overrides the built-in answer (see {@link McpEndpointOptions}).
+   * or `initialize` overrides the built-in answer (see {@link McpEndpointOptions}), and so does one
+   * named `resources/templates/list` (built in wherever `resources` is advertised: the templates
+   * the `resourceProviders` declare).
    */
   readonly methods?: Readonly<Record<string, MethodHandler>>;
   /** The per-principal cap to admit listens through (e.g. a cluster-wide one); defaults to a {@link PrincipalRegistry} of `maxListensPerPrincipal`. */

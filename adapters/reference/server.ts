@@ -14,7 +14,7 @@ import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import { resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/sessionOptions.js';
 import { resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
-import { hubResources } from '../../lib/resources.js';
+import { hubResources, type ResourceTemplate } from '../../lib/resources.js';
 import { nodeHandler } from '../node.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
@@ -169,7 +169,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
         : { principals: fleet.principals, sessionStore: fleet.sessionStore, eventLog: fleet.eventLog, sessionBus: fleet.sessionBus }),
       serverInfo: SERVER_INFO,
       // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
-      resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead })],
+      resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead, templates: () => fileTemplates(files) })],
       ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
     });
   } catch (error) {
@@ -290,6 +290,21 @@ async function openFleet(
 }
 
 const REDIS_CONNECT_TIMEOUT = 10_000;
+
+/**
+ * The one URI template of the served directory (`resources/templates/list`): a file by its path
+ * under the directory, percent-encoded as `pathToFileURL` writes it (a folder: with a trailing `/`).
+ */
+function fileTemplates(files: FileResources): readonly ResourceTemplate[] {
+  return [
+    {
+      uriTemplate: `${files.rootUri}{+path}`,
+      name: 'file',
+      title: 'File',
+      description: 'A file of the served directory, by its path under it (a folder: the path with a trailing /)',
+    },
+  ];
+}
 
 
 /**
