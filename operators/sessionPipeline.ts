@@ -20,6 +20,8 @@ export interface SessionPipelineInit {
   readonly log: EventLog;
   /** The reconnection time sent as `retry:` in the priming event, in milliseconds (a non-negative integer; the endpoint's `reconnectDelay`, default 1000). */
   readonly reconnectDelay: number;
+  /** Open with the priming event (`primeStream`); `false` leaves it out (a session on a revision before 2025-11-25). Default true. */
+  readonly prime?: boolean;
   /** Milliseconds between keep-alive comments (a positive integer; default 15 000 at the endpoint); also the stall grace period of a closed stream. */
   readonly keepAliveInterval: number;
   /** The stream's lifetime cap in milliseconds (a positive integer; default 3 600 000 at the endpoint): the stream ends then and its client reconnects. */
@@ -56,7 +58,7 @@ export interface SessionPipelineInit {
  *
  * ```ts
  * replayFrom(lastEventId, log),             // only with a Last-Event-ID
- * primeStream(lastEventId, log, reconnectDelay),
+ * primeStream(lastEventId, log, reconnectDelay), // unless prime is false
  * keepAlive(keepAliveInterval, scheduler),
  * closeWhen([lifetimeCap(maxStreamLifetime), expiresAt(expiresAt), superseded(supersede$), shutdown(shutdown$)], 'end', onClose),
  * dropWhenQueueExceeds(queue, demand$, onDrop, { stallGraceMs: keepAliveInterval, scheduler }),
@@ -77,7 +79,8 @@ export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunc
   const plan = sessionPlan(init);
   // The restore's plan is the stage's own: the stream's plan does not keep it for the stream's life.
   const restore = init.restore === undefined ? undefined : restorePlan(init.restore.uris, init.restore.subscribe, init.restore.concurrency, init.restore.onError);
-  return stageOperator(() => sessionStages(plan, restore));
+  const prime = init.prime !== false;
+  return stageOperator(() => sessionStages(plan, restore, prime));
 }
 
 type Deadline = TriggerSpec & { kind: 'deadline' };
@@ -217,11 +220,12 @@ function sessionPlan(init: SessionPipelineInit): SessionPlan {
   return new SessionPlan(settingsFor(Clock.of(init.scheduler ?? asyncScheduler), init), init);
 }
 
-function sessionStages(plan: SessionPlan, restore: RestorePlan | undefined): Stage<any, any>[] {
+function sessionStages(plan: SessionPlan, restore: RestorePlan | undefined, prime: boolean): Stage<any, any>[] {
   const stages: Stage<any, any>[] = [];
   // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
   if (plan.lastEventId !== undefined) stages.push(new ReplayStage(plan.lastEventId, plan.log));
-  stages.push(new PrimeStage(plan), new KeepAliveStage(plan.keepAliveInterval, plan.clock), new CloseStage(plan), new QueueStage(plan));
+  if (prime) stages.push(new PrimeStage(plan));
+  stages.push(new KeepAliveStage(plan.keepAliveInterval, plan.clock), new CloseStage(plan), new QueueStage(plan));
   if (restore !== undefined) stages.push(new RestoreStage<Frame>(restore));
   return stages;
 }

@@ -15,6 +15,21 @@ import { restore, RestoreError } from './subscribe.js';
 const RESTORE_CONCURRENCY = 8;
 
 /**
+ * The first revision whose GET streams open with the priming event. MCP 2025-11-25 (transports)
+ * added it: "the server SHOULD immediately send an SSE event consisting of an event ID and an
+ * empty data field". Clients of earlier revisions may not expect an event without data (the AI
+ * SDK on 2025-06-18 logs a parse error for it), so, as the official 1.x server does, a session
+ * negotiated at an earlier revision gets none: its frames still carry ids and its reconnects with
+ * `Last-Event-ID` are replayed as before, and it has no `retry:` field.
+ */
+const FIRST_PRIMED_REVISION = '2025-11-25';
+
+/** True when a session at `protocolVersion` gets the priming event (revisions are dates: they compare as strings). */
+function primes(protocolVersion: string): boolean {
+  return protocolVersion >= FIRST_PRIMED_REVISION;
+}
+
+/**
  * What a GET stream needs of the {@link LegacySessions} it belongs to.
  * @internal
  */
@@ -87,7 +102,7 @@ function subscribeGetStream(
   let stream$: Observable<Frame>;
   try {
     stream$ = feed$.pipe(
-      // DESIGN L7–L9 as one composite operator: replay after Last-Event-ID, the priming event,
+      // DESIGN L7–L9 as one composite operator: replay after Last-Event-ID, the priming event (2025-11-25 on),
       // keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
       // subscriptions are authorized again on restore), token expiry, supersede and shutdown,
       // the bounded queue, and the restore of the persisted subscriptions. A close trigger cuts
@@ -97,6 +112,7 @@ function subscribeGetStream(
         lastEventId,
         log: session.log,
         reconnectDelay: init.options.reconnectDelay,
+        prime: primes(session.protocolVersion),
         keepAliveInterval: init.keepAliveInterval,
         maxStreamLifetime: init.maxStreamLifetime,
         expiresAt: expiry,

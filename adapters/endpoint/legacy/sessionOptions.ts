@@ -44,7 +44,8 @@ export interface SessionOptions {
   readonly maxSessionsPerPrincipal: number;
   /**
    * Milliseconds a client should wait before reconnecting its GET stream: sent as the SSE `retry:`
-   * field of the priming event every GET stream opens with (DESIGN L7). Default 1000.
+   * field of the priming event every GET stream of a session on 2025-11-25 or later opens with
+   * (DESIGN L7; earlier revisions get no priming event). Default 1000.
    */
   readonly reconnectDelay: number;
 }
