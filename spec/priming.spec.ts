@@ -110,7 +110,7 @@ test('the official 1.x client: its GET ended by the server before any notificati
 // revisions (the AI SDK on 2025-06-18) fail to parse it. As the official 1.x server does, it goes
 // only to sessions on 2025-11-25 or later; earlier sessions still get an `id:` on every frame, and
 // their reconnects with Last-Event-ID are replayed exactly as before.
-for (const version of ['2025-06-18'] as string[]) {
+for (const version of ['2025-06-18', '2025-03-26'] as const) {
   // A 2025-03-26 client sends no MCP-Protocol-Version header (the header came with 2025-06-18).
   const versionHeader: Record<string, string> = version === '2025-03-26' ? {} : { 'mcp-protocol-version': version };
   const headers = (sessionId: string): Record<string, string> => ({ ...INIT_HEADERS, 'mcp-session-id': sessionId, ...versionHeader });

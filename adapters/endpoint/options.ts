@@ -22,8 +22,8 @@ import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOpti
  * (2026-07-28, the first request of `@modelcontextprotocol/client` 2.x) and `initialize` (legacy,
  * `@modelcontextprotocol/sdk` 1.x) from `serverInfo`, `capabilities` (each advertised with
  * `listChanged`, resources also with `subscribe`), `extraCapabilities` and `instructions`;
- * `server/discover` offers `supportedVersions: ["2026-07-28"]`, `initialize` agrees on 2025-11-25 or
- * 2025-06-18. An entry in `methods` of the same name overrides either answer: a `server/discover`
+ * `server/discover` offers `supportedVersions: ["2026-07-28"]`, `initialize` agrees on 2025-11-25,
+ * 2025-06-18 or 2025-03-26. An entry in `methods` of the same name overrides either answer: a `server/discover`
  * handler's result is sent instead of the built-in one; an `initialize` handler's result is sent
  * as the `initialize` result (its `protocolVersion` set to the revision the session runs at),
  * while the endpoint still opens the session (`Mcp-Session-Id`); a throw from it opens none.
@@ -95,7 +95,7 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
    * with another Origin gets HTTP 403; one without Origin (not a browser) passes. Default: no check.
    */
   readonly allowedOrigins?: readonly string[];
-  /** Serve the legacy era (2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
+  /** Serve the legacy era (2025-03-26 / 2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
   readonly legacy?: boolean;
   /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
   readonly sessionStore?: SessionStore;

@@ -103,8 +103,8 @@ export interface ReferenceServer {
  * renaming one publishes `notifications/resources/list_changed`. `tools.json` and `prompts.json`
  * are served by `tools/list` and `prompts/list`. Files under `private/` need the `private` scope.
  *
- * Both eras are served on the one endpoint: 2026-07-28 clients `subscriptions/listen`; 2025-06-18
- * and 2025-11-25 clients `initialize` a session, open `GET /mcp` and `resources/subscribe` to files
+ * Both eras are served on the one endpoint: 2026-07-28 clients `subscriptions/listen`; 2025-03-26,
+ * 2025-06-18 and 2025-11-25 clients `initialize` a session, open `GET /mcp` and `resources/subscribe` to files
  * and folders, resuming with `Last-Event-ID`. Bound to a loopback address, requests with a foreign
  * `Host` or `Origin` are refused (403).
  *
