@@ -23,7 +23,7 @@ import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { ListenStreams } from './listen.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
 import { ProviderFeeds } from './providerFeeds.js';
-import { acceptsEventStream, type EndpointResponse, json, jsonError, SSE_HEADERS } from './responses.js';
+import { acceptsEventStream, capacityRefusal, type EndpointResponse, json, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
 import { RESOURCE_TEMPLATES_LIST, resourceTemplatesMethod } from './templates.js';
 
 /** Counts of what an endpoint holds now (for leak checks and metrics). */
@@ -77,6 +77,8 @@ export class McpEndpoint {
   readonly #allowDelete: boolean;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
   readonly #scheduler: SchedulerLike;
+  /** Milliseconds a client refused for capacity is told to wait (see {@link McpEndpointOptions.capacityRetryAfter}). */
+  readonly #capacityRetryAfter: number;
   readonly #listens: ListenStreams;
   readonly #feeds: ProviderFeeds;
   /** The built-in `server/discover` result (see {@link McpEndpointOptions}). */
@@ -97,6 +99,7 @@ export class McpEndpoint {
     this.capabilities = resolved.capabilities;
     this.maxBodyBytes = resolved.maxBodyBytes;
     this.bodyTimeout = resolved.bodyTimeout;
+    this.#capacityRetryAfter = resolved.capacityRetryAfter;
     this.#scheduler = resolved.scheduler;
     this.#options = options;
     this.#hostCheck = resolved.hostCheck;
@@ -121,6 +124,7 @@ export class McpEndpoint {
       feeds: this.#feeds,
       shutdown$: this.#shutdown,
       scheduler: this.#scheduler,
+      capacityRetryAfter: this.#capacityRetryAfter,
     });
     this.#legacy =
       options.legacy === false
@@ -143,6 +147,7 @@ export class McpEndpoint {
             scheduler: this.#scheduler,
             eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
             bus: options.sessionBus,
+            capacityRetryAfter: this.#capacityRetryAfter,
           });
   }
 
@@ -311,9 +316,7 @@ export class McpEndpoint {
       return jsonError(406, null, new JsonRpcError(ErrorCode.InvalidRequest, 'the GET stream requires Accept: text/event-stream'));
     }
     const stream = legacy.stream(session, request.header('last-event-id'), context, this.#shutdown);
-    if (stream === undefined) {
-      return jsonError(503, null, new JsonRpcError(ErrorCode.ServerBusy, this.#closed ? 'server is shutting down' : 'server is at its stream capacity (maxStreams); retry later'));
-    }
+    if (stream === undefined) throw this.#closed ? shutdownRefusal() : capacityRefusal('stream', this.#capacityRetryAfter);
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, ...stream };
   }
 

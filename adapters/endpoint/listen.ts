@@ -12,7 +12,7 @@ import type { Slot, StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
 import type { ResourceAccess } from './authorize.js';
 import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
-import { acceptsEventStream, type EndpointResponse, jsonError, SSE_HEADERS } from './responses.js';
+import { acceptsEventStream, capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
 
 /**
  * What the listen streams of an endpoint are built from (the endpoint's resolved options).
@@ -31,6 +31,8 @@ export interface ListenStreamsInit {
   /** Emits once when the endpoint closes: every open stream closes with reason `shutdown`. */
   readonly shutdown$: Observable<void>;
   readonly scheduler: SchedulerLike;
+  /** Milliseconds a listen refused at `maxStreams` is told to wait (`capacityRetryAfter`). */
+  readonly capacityRetryAfter: number;
 }
 
 /**
@@ -53,12 +55,16 @@ export class ListenStreams {
     return this.#streams;
   }
 
-  /** Later listens get 503 (the open ones are closed by `shutdown$`). */
+  /** Later listens get 503, shutting down (the open ones are closed by `shutdown$`). */
   close(): void {
     this.#closed = true;
   }
 
-  /** Answers a `subscriptions/listen` request: a stream, or the JSON-RPC error that refuses it (406, 503, -32602…). */
+  /**
+   * Answers a `subscriptions/listen` request: a stream, or the JSON-RPC error that refuses it (406,
+   * -32602…).
+   * @throws HttpError 503 when the server is full (with its retry time) or closed.
+   */
   async listen(
     id: JsonRpcId,
     params: Readonly<Record<string, unknown>> | undefined,
@@ -77,11 +83,10 @@ export class ListenStreams {
       if (error instanceof JsonRpcError) return jsonError(error.code === ErrorCode.MissingRequiredExtension ? 400 : 200, id, error);
       throw error;
     }
+    if (this.#closed) throw shutdownRefusal(id);
     // M9: a full server is a capacity problem, answered before anyone is superseded.
-    const slot = this.#closed ? undefined : this.#init.slots.tryAcquire();
-    if (slot === undefined) {
-      return jsonError(503, id, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
-    }
+    const slot = this.#init.slots.tryAcquire();
+    if (slot === undefined) throw capacityRefusal('stream', this.#init.capacityRetryAfter, id);
     const held: Feed[] = [];
     let authorized;
     try {

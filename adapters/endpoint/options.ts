@@ -136,6 +136,13 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
    * their first subscribe can overtake it). 0 answers at once. Defaults to 1000.
    */
   readonly subscribeStreamWait?: number;
+  /**
+   * Milliseconds a client refused for capacity (HTTP 503: a listen or GET stream beyond
+   * `maxStreams`, an `initialize` beyond `maxSessions`) is told to wait before trying again: sent
+   * as `Retry-After` in whole seconds (rounded up) and as `error.data.retryAfterMs`. A closed
+   * endpoint's 503 (shutting down) carries neither. Defaults to 5000.
+   */
+  readonly capacityRetryAfter?: number;
 }
 
 /** Default of {@link McpEndpointOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
@@ -144,11 +151,15 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 /** Default of {@link McpEndpointOptions.bodyTimeout}: 10 000 milliseconds. */
 export const DEFAULT_BODY_TIMEOUT = 10_000;
 
+/** Default of {@link McpEndpointOptions.capacityRetryAfter}: 5000 milliseconds. */
+export const DEFAULT_CAPACITY_RETRY_AFTER = 5_000;
+
 /** Every option name {@link McpEndpointOptions} has: any other key is refused, so that a typo is not silently ignored. */
 const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
+  'capacityRetryAfter',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
   'maxSessionsPerPrincipal', 'reconnectDelay',
@@ -166,6 +177,8 @@ export interface ResolvedEndpointOptions {
   readonly maxBodyBytes: number;
   /** In milliseconds; defaults to 10 000. */
   readonly bodyTimeout: number;
+  /** In milliseconds; defaults to 5000. */
+  readonly capacityRetryAfter: number;
   readonly scheduler: SchedulerLike;
   /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
   readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
@@ -191,6 +204,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
   const capabilities = options.capabilities ?? { tools: true, prompts: true, resources: true };
   const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
   const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
+  const capacityRetryAfter = options.capacityRetryAfter === undefined ? DEFAULT_CAPACITY_RETRY_AFTER : milliseconds('capacityRetryAfter', options.capacityRetryAfter);
   const scheduler = options.scheduler ?? asyncScheduler;
   const check = hostCheck(options.allowedHosts, options.allowedOrigins);
   const sessionOptions = resolveSessionOptions({
@@ -220,6 +234,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     capabilities,
     maxBodyBytes,
     bodyTimeout,
+    capacityRetryAfter,
     scheduler,
     hostCheck: check,
     sessionOptions,

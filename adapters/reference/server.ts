@@ -35,6 +35,8 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
   readonly host?: string;
   /** HS256 secret: when set, every request needs `Authorization: Bearer <JWT>` (`sub` principal, `exp`, `scope`). */
   readonly tokenSecret?: string;
+  /** Milliseconds a client refused with HTTP 503 for capacity is told to wait, as in {@link McpEndpoint}; defaults to 5000. */
+  readonly capacityRetryAfter?: number;
   /** Milliseconds that bursts of file events from one write are merged over; defaults to 50. */
   readonly debounceMs?: number;
   /**

@@ -116,4 +116,6 @@ export interface LegacySessionsInit {
   readonly eventLog: (sessionId: string) => EventLog;
   /** Relays session commands between the nodes of a fleet; absent in a single process. */
   readonly bus: SessionBus | undefined;
+  /** Milliseconds an `initialize` refused at `maxSessions` is told to wait (`capacityRetryAfter`). */
+  readonly capacityRetryAfter: number;
 }
