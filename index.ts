@@ -68,7 +68,7 @@ export type { AuthInfo } from './lib/index.js';
 export { MemorySessionStore } from './lib/index.js';
 export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './lib/index.js';
 export { hubResources } from './lib/index.js';
-export type { HubResourcesOptions, ResourceProvider } from './lib/index.js';
+export type { HubResourcesOptions, ResourceProvider, ResourceTemplate } from './lib/index.js';
 export { ReplayBuffer } from './lib/index.js';
 export type { EventLog } from './lib/index.js';
 export { isThenable } from './lib/index.js';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError, McpRxError } from '../lib/errors.js';
 import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
-import { DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
+import { DEFAULT_CAPACITY_RETRY_AFTER, DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
 import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY } from '../lib/options.js';
 import type { ReferenceFleet, ReferenceServer, ReferenceServerOptions } from './reference/server.js';
@@ -119,6 +119,7 @@ const SERVE_FLAGS: readonly Flag[] = [
   },
   { name: 'max-listens-per-principal', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxListensPerPrincipal), description: "one principal's listen streams; a new one beyond it supersedes the oldest (legacy GET streams are one per session)", parse: count },
   { name: 'max-streams', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxStreams), description: 'open streams server-wide; beyond it a new one gets HTTP 503', parse: count },
+  { name: 'capacity-retry-after', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_CAPACITY_RETRY_AFTER), description: 'how long a client refused with HTTP 503 (--max-streams, --max-sessions) is told to wait: Retry-After and data.retryAfterMs', parse: milliseconds() },
   { name: 'max-body-bytes', value: 'BYTES', unit: 'bytes', default: `${DEFAULT_MAX_BODY_BYTES} (${DEFAULT_MAX_BODY_BYTES / MIB} MiB)`, description: 'largest request body; larger ones get HTTP 413', parse: bytes },
   { name: 'body-timeout', value: 'MS', unit: 'milliseconds', default: '10000', description: 'time a request body may take to arrive; slower ones get HTTP 408', parse: milliseconds() },
   { name: 'session-idle-timeout', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.sessionIdleTimeout), description: 'a legacy session without a request or a live GET stream for this long is evicted', parse: milliseconds() },
@@ -127,7 +128,7 @@ const SERVE_FLAGS: readonly Flag[] = [
   { name: 'max-sessions', value: 'N', unit: 'sessions', default: String(DEFAULT_SESSION_OPTIONS.maxSessions), description: 'legacy sessions held; an initialize beyond it gets HTTP 503', parse: count },
   { name: 'max-subscriptions-per-session', value: 'N', unit: 'URIs', default: String(DEFAULT_SESSION_OPTIONS.maxSubscriptionsPerSession), description: 'resources/subscribe URIs per legacy session; beyond it -32602', parse: count },
   { name: 'max-sessions-per-principal', value: 'N', unit: 'sessions', default: String(DEFAULT_SESSION_OPTIONS.maxSessionsPerPrincipal), description: "legacy sessions (and so GET streams) one principal holds; an initialize beyond it ends that principal's least recently used session", parse: count },
-  { name: 'reconnect-delay', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.reconnectDelay), description: 'the SSE retry: a legacy GET stream opens with (how long its client waits before reconnecting)', parse: milliseconds() },
+  { name: 'reconnect-delay', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.reconnectDelay), description: 'the SSE retry: a legacy GET stream of a 2025-11-25 session opens with (how long its client waits before reconnecting)', parse: milliseconds() },
   { name: 'redis', value: 'URL', default: 'none (one process)', description: 'run as one node of a fleet sharing this Redis (redis:// or rediss://); see docs/fleet.md', parse: redisUrl },
   { name: 'node-id', value: 'ID', default: 'a random UUID', description: "this node's name in the fleet (no whitespace, no \":\"); only with --redis", parse: nodeId },
   { name: 'watch-lease-ttl', value: 'MS', unit: 'milliseconds', default: '5000', description: 'how long the folder-watch lease outlives its holder; only with --redis', parse: milliseconds(30) },

@@ -64,7 +64,7 @@ export type { AuthInfo } from './auth.js';
 export { MemorySessionStore } from './session.js';
 export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './session.js';
 export { hubResources } from './resources.js';
-export type { HubResourcesOptions, ResourceProvider } from './resources.js';
+export type { HubResourcesOptions, ResourceProvider, ResourceTemplate } from './resources.js';
 export { ReplayBuffer } from './replayBuffer.js';
 export type { EventLog } from './replayBuffer.js';
 export { isThenable } from './replayBuffer.js';

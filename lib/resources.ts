@@ -26,6 +26,8 @@ import type { Hub } from './hub.js';
  *   listens hear that hub already. A hand-written `changes` that returns that hub's topic works:
  *   each publish comes back once through the provider, in the same turn, and the hub collapses
  *   it into the first (`HubOptions.coalesce`; with `coalesce: false` a listen hears it twice).
+ * - `templates(context)` (optional): the URI templates of the resources it serves, which
+ *   `resources/templates/list` answers (merged with the other providers').
  *
  * Anything but `true` from `subscribable` or `canRead` is a no. A throw or rejection from any of
  * the three, or a source that errors as it is subscribed, answers `-32603 failed to subscribe:
@@ -39,6 +41,7 @@ import type { Hub } from './hub.js';
  *   subscribable: (uri) => uri.startsWith('db://shop/Product'),
  *   canRead: (uri, { auth }) => auth.scopes.has('shop:read'),
  *   changes: (uri) => db.changeFeed(uri), // an AsyncIterable of commits
+ *   templates: () => [{ uriTemplate: 'db://shop/Product/{id}', name: 'product', mimeType: 'application/json' }],
  * };
  * new McpEndpoint({ hub, resourceProviders: [products] });
  */
@@ -46,6 +49,37 @@ export interface ResourceProvider {
   subscribable(uri: string, context: RequestContext): boolean | Promise<boolean>;
   canRead(uri: string, context: RequestContext): boolean | Promise<boolean>;
   changes(uri: string, context: RequestContext): ObservableInput<unknown>;
+  /**
+   * The URI templates (RFC 6570) of the resources this provider serves, as the caller of
+   * `context` may see them: what `resources/templates/list` answers, in both eras, wherever the
+   * endpoint advertises `resources`. The endpoint merges every provider's, in provider order, each
+   * `uriTemplate` once (the first provider's entry); a throw or rejection answers `-32603
+   * resources/templates/list failed` and goes to `channels.error`. Optional: a provider without it
+   * declares none, and an endpoint whose providers declare none answers an empty list.
+   */
+  templates?(context: RequestContext): readonly ResourceTemplate[] | Promise<readonly ResourceTemplate[]>;
+}
+
+/**
+ * A template for resource URIs, as MCP's `resources/templates/list` carries it (2025-03-26 and
+ * later): `uriTemplate` (RFC 6570) and `name` are required; `title`, `description` and `mimeType`
+ * are optional, and any other member (`annotations`, `icons`, `_meta`) is passed through as is.
+ *
+ * @example
+ * const product: ResourceTemplate = { uriTemplate: 'db://shop/Product/{id}', name: 'product', mimeType: 'application/json' };
+ */
+export interface ResourceTemplate {
+  /** An RFC 6570 URI template, e.g. `db://shop/Product/{id}`. */
+  readonly uriTemplate: string;
+  /** A programmatic name, e.g. `product`. */
+  readonly name: string;
+  /** A name for people, e.g. `Product`. */
+  readonly title?: string;
+  /** What the matching resources are. */
+  readonly description?: string;
+  /** The MIME type of every matching resource, when they share one. */
+  readonly mimeType?: string;
+  readonly [member: string]: unknown;
 }
 
 /** Options of {@link hubResources}. */
@@ -54,6 +88,8 @@ export interface HubResourcesOptions {
   readonly subscribable?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   /** The read check; defaults to allowing every caller. */
   readonly canRead?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
+  /** The URI templates the provider declares (see {@link ResourceProvider.templates}); defaults to none. */
+  readonly templates?: (context: RequestContext) => readonly ResourceTemplate[] | Promise<readonly ResourceTemplate[]>;
 }
 
 /**
@@ -64,13 +100,14 @@ export interface HubResourcesOptions {
  * @example
  * const provider = hubResources(hub, { subscribable: (uri) => files.exists(uri), canRead });
  * @param hub where the changes are published.
- * @param options which URIs are subscribable and who may read them; both default to yes.
+ * @param options which URIs are subscribable and who may read them (both default to yes), and the
+ *   URI templates the provider declares (default none).
  */
 export function hubResources(hub: Hub, options: HubResourcesOptions = {}): ResourceProvider {
-  const { subscribable = () => true, canRead = () => true } = options;
+  const { subscribable = () => true, canRead = () => true, templates } = options;
   const changes = (uri: string) => hub.topic({ topic: 'resource', uri });
   HUB_CHANGES.set(changes, hub);
-  const provider: ResourceProvider = { subscribable, canRead, changes };
+  const provider: ResourceProvider = templates === undefined ? { subscribable, canRead, changes } : { subscribable, canRead, changes, templates };
   if (options.subscribable === undefined && options.canRead === undefined) UNRESTRICTED.add(provider);
   return provider;
 }

@@ -1,5 +1,5 @@
 /**
- * The durable record of a legacy session (protocol revisions 2025-06-18 / 2025-11-25): what
+ * The durable record of a legacy session (protocol revisions 2025-03-26 to 2025-11-25): what
  * outlives a connection, and what any node serving the session can read (DESIGN L1, L4, L8).
  */
 export interface SessionRecord {

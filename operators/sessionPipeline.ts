@@ -2,7 +2,7 @@ import type { MonoTypeOperatorFunction, Observable, ObservableInput, SchedulerLi
 import { Clock } from '../lib/clock.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
-import { callback, epochMs, milliseconds, nonNegativeInteger, object, observable, positiveInteger } from '../lib/validate.js';
+import { boolean, callback, epochMs, milliseconds, nonNegativeInteger, object, observable, positiveInteger } from '../lib/validate.js';
 import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeWhen.js';
 import { queueLimits, QueueStage, queuePlan, type DropHandler, type QueueLimits, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
@@ -19,6 +19,8 @@ export interface SessionPipelineInit {
   readonly log: EventLog;
   /** The reconnection time sent as `retry:` in the priming event, in milliseconds (a non-negative integer; the endpoint's `reconnectDelay`, default 1000). */
   readonly reconnectDelay: number;
+  /** Open with the priming event (`primeStream`); `false` leaves it out (a session on a revision before 2025-11-25). Default true. */
+  readonly prime?: boolean;
   /** Milliseconds between keep-alive comments (a positive integer; default 15 000 at the endpoint). */
   readonly keepAliveInterval: number;
   /** The stream's lifetime cap in milliseconds (a positive integer; default 3 600 000 at the endpoint): the stream ends then and its client reconnects. */
@@ -55,7 +57,7 @@ export interface SessionPipelineInit {
  *
  * ```ts
  * replayFrom(lastEventId, log),             // only with a Last-Event-ID
- * primeStream(lastEventId, log, reconnectDelay),
+ * primeStream(lastEventId, log, reconnectDelay), // unless prime is false
  * keepAlive(keepAliveInterval, scheduler),
  * closeWhen([lifetimeCap(maxStreamLifetime), expiresAt(expiresAt), superseded(supersede$), shutdown(shutdown$)], 'end', onClose),
  * dropWhenQueueExceeds(queue, demand$, onDrop, { stallGraceMs: 0 }),
@@ -90,6 +92,7 @@ export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunc
   const stream: SessionValues = {
     lastEventId: given.lastEventId,
     log: given.log,
+    prime: given.prime === undefined ? undefined : boolean('prime', given.prime),
     expiresAt: given.expiresAt === undefined ? undefined : epochMs('expiresAt', given.expiresAt),
     supersede$: given.supersede$ === undefined ? undefined : observable('supersede$', given.supersede$),
     demand$: observable<boolean>('demand$', given.demand$, 'booleans'),
@@ -159,6 +162,8 @@ export function sessionPlans(settings: SessionSettings): SessionPlans {
 export interface SessionValues {
   readonly lastEventId?: string | undefined;
   readonly log: EventLog;
+  /** `false`: no priming event (a session on a revision before 2025-11-25). */
+  readonly prime?: boolean | undefined;
   readonly expiresAt?: number | undefined;
   readonly supersede$?: Observable<unknown> | undefined;
   readonly demand$: Observable<boolean>;
@@ -174,8 +179,8 @@ export function sessionStages(plans: SessionPlans, stream: SessionValues, restor
   const stages: Stage<any, any>[] = [];
   // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
   if (stream.lastEventId !== undefined) stages.push(new ReplayStage(stream.lastEventId, stream.log));
+  if (stream.prime !== false) stages.push(new PrimeStage(plans.prime, stream.lastEventId, stream.log));
   stages.push(
-    new PrimeStage(plans.prime, stream.lastEventId, stream.log),
     new KeepAliveStage(plans.keepAlive),
     new CloseStage(plans.close, undefined, stream.expiresAt, stream.supersede$),
     new QueueStage(plans.queue, stream.demand$),

@@ -171,7 +171,7 @@ const cases = {
       validId,
       fc.oneof(
         fc.record({ protocolVersion: nonString }, { requiredKeys: [] }),
-        fc.record({ protocolVersion: fc.oneof(anyString, fc.constantFrom('2025-06-18', '2025-11-25', '2026-07-28', '2024-11-05')) }),
+        fc.record({ protocolVersion: fc.oneof(anyString, fc.constantFrom('2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28', '2024-11-05')) }),
       ),
       fc.dictionary(anyString.filter((key) => key !== 'protocolVersion'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
     )
@@ -184,7 +184,7 @@ const cases = {
         headers: NO_SESSION,
         body: rpcBody(id, 'initialize', { ...extra, ...version }),
         expect: ok ? { kind: 'result', id } : error(200, id, InvalidParams, 'initialize requires params.protocolVersion'),
-        effect: ok ? { kind: 'initialized', protocolVersion: ['2025-06-18', '2025-11-25'].includes(asked as string) ? (asked as string) : '2025-11-25' } : NONE,
+        effect: ok ? { kind: 'initialized', protocolVersion: ['2025-03-26', '2025-06-18', '2025-11-25'].includes(asked as string) ? (asked as string) : '2025-11-25' } : NONE,
       };
     }),
 

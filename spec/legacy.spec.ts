@@ -64,11 +64,11 @@ const zeroStats = { streams: 0, slots: 0, principals: 0, sessions: 0, sessionSub
 
 /* L1: initialize */
 
-test('L1: initialize (2025-06-18, 2025-11-25, unknown → newest) creates random sessions and advertises subscribe and list changes', async () => {
+test('L1: initialize (2025-03-26, 2025-06-18, 2025-11-25, unknown → newest) creates random sessions and advertises subscribe and list changes', async () => {
   await withServer({}, async ({ url, endpoint }) => {
     const capabilities = { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true } };
     const ids: string[] = [];
-    for (const [asked, answered] of [['2025-06-18', '2025-06-18'], ['2025-11-25', '2025-11-25'], ['2024-01-01', '2025-11-25'], ['2026-07-28', '2025-11-25']]) {
+    for (const [asked, answered] of [['2025-03-26', '2025-03-26'], ['2025-06-18', '2025-06-18'], ['2025-11-25', '2025-11-25'], ['2024-11-05', '2025-11-25'], ['2024-01-01', '2025-11-25'], ['2026-07-28', '2025-11-25']]) {
       const init = await initialize(url, { protocolVersion: asked, id: 9 });
       assert.equal(init.status, 200);
       assert.equal(init.headers['content-type'], 'application/json');
@@ -81,7 +81,7 @@ test('L1: initialize (2025-06-18, 2025-11-25, unknown → newest) creates random
       ids.push(init.sessionId);
     }
     assert.equal(new Set(ids).size, ids.length, 'every session id differs');
-    assert.equal(endpoint.stats.sessions, 4);
+    assert.equal(endpoint.stats.sessions, 6);
     const initialized = await send(url, 'POST', sessionHeaders(ids[0]!), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     assert.equal(initialized.status, 202);
     assert.equal(initialized.body, '');
@@ -90,7 +90,7 @@ test('L1: initialize (2025-06-18, 2025-11-25, unknown → newest) creates random
     assert.equal(bad.status, 200);
     assert.equal(bad.body, errorBody(2, -32602, 'initialize requires params.protocolVersion'));
     assert.equal(bad.headers['mcp-session-id'], undefined);
-    assert.equal(endpoint.stats.sessions, 4);
+    assert.equal(endpoint.stats.sessions, 6);
   });
 });
 

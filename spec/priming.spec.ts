@@ -9,14 +9,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { test } from 'uvu';
 import { eventually, startEndpoint } from './helpers/http.js';
-import { call, frameText, GetStream, initialize, nextTurn, primingText, updatedMessage } from './helpers/legacy.js';
+import { call, frameText, GetStream, INIT_HEADERS, initialize, listChangedMessage, nextTurn, primingText, rpcBody, send, updatedMessage } from './helpers/legacy.js';
 
 const URI = 'file:///srv/report.txt';
 
-test('a GET stream opens with `id: <newest>`, `retry: <reconnectDelay>` and an empty data line, before anything else', async () => {
+test('a GET stream of a 2025-11-25 session opens with `id: <newest>`, `retry: <reconnectDelay>` and an empty data line, before anything else', async () => {
   const server = await startEndpoint({ reconnectDelay: 2500 });
   try {
-    const { sessionId } = await initialize(server.url);
+    const { sessionId } = await initialize(server.url, { protocolVersion: '2025-11-25' });
     const first = GetStream.open(server.url, sessionId);
     await first.until((s) => s.text.length > 0, 3000, 'the priming event');
     assert.equal(first.text, primingText(0, 2500), 'nothing heard yet: id 0');
@@ -105,5 +105,55 @@ test('the official 1.x client: its GET ended by the server before any notificati
     await server.close();
   }
 });
+
+// Issue 24, item 3: the empty-data priming event is a 2025-11-25 feature, and clients of earlier
+// revisions (the AI SDK on 2025-06-18) fail to parse it. As the official 1.x server does, it goes
+// only to sessions on 2025-11-25 or later; earlier sessions still get an `id:` on every frame, and
+// their reconnects with Last-Event-ID are replayed exactly as before.
+for (const version of ['2025-06-18', '2025-03-26'] as const) {
+  // A 2025-03-26 client sends no MCP-Protocol-Version header (the header came with 2025-06-18).
+  const versionHeader: Record<string, string> = version === '2025-03-26' ? {} : { 'mcp-protocol-version': version };
+  const headers = (sessionId: string): Record<string, string> => ({ ...INIT_HEADERS, 'mcp-session-id': sessionId, ...versionHeader });
+  const open = (url: string, sessionId: string, lastEventId?: string) =>
+    GetStream.open(url, sessionId, { protocolVersion: version === '2025-03-26' ? null : version, ...(lastEventId === undefined ? {} : { lastEventId }) });
+
+  test(`a ${version} session: its GET stream has no priming event, every frame an id, and Last-Event-ID replays after it (byte-exact)`, async () => {
+    const server = await startEndpoint({ reconnectDelay: 2500 });
+    try {
+      const init = await initialize(server.url, { protocolVersion: version });
+      assert.equal(init.json.result.protocolVersion, version, 'the session runs at the revision the client asked for');
+      const { sessionId } = init;
+      const first = open(server.url, sessionId);
+      await eventually(() => server.endpoint.stats.streams === 1, 3000, 'the stream');
+      const subscribe = await send(server.url, 'POST', headers(sessionId), rpcBody(1, 'resources/subscribe', { uri: URI }));
+      assert.equal(subscribe.body, '{"jsonrpc":"2.0","id":1,"result":{}}');
+      server.hub.notifyResourceUpdated(URI);
+      await first.untilId(1);
+      assert.equal(first.text, frameText(1, updatedMessage(URI)), 'the first bytes are the first frame: no priming event, no retry:');
+      first.destroy();
+      await eventually(() => server.endpoint.stats.streams === 0, 3000, 'the drop');
+      // Changed while the client is away: kept for the replay.
+      server.hub.notifyResourceUpdated(URI);
+      await nextTurn();
+      const resumed = open(server.url, sessionId, '1');
+      await resumed.untilId(2);
+      await eventually(() => server.endpoint.stats.streams === 1, 3000, 'the resumed stream');
+      server.hub.notifyResourceUpdated(URI);
+      await resumed.untilId(3);
+      assert.equal(resumed.text, frameText(2, updatedMessage(URI)) + frameText(3, updatedMessage(URI)), 'the missed frame with its id, then the live one');
+      resumed.destroy();
+      await eventually(() => server.endpoint.stats.streams === 0, 3000, 'the second drop');
+      // Without Last-Event-ID: nothing replayed and nothing primed.
+      const fresh = open(server.url, sessionId);
+      await eventually(() => server.endpoint.stats.streams === 1, 3000, 'the fresh stream');
+      server.hub.notifyToolsChanged();
+      await fresh.untilId(4);
+      assert.equal(fresh.text, frameText(4, listChangedMessage('tools')));
+      fresh.destroy();
+    } finally {
+      await server.close();
+    }
+  });
+}
 
 test.run();

@@ -89,7 +89,7 @@ test('maxSessions: an initialize beyond the cap gets 503 and -32000, a DELETE ma
     await initialize(server.url);
     const refused = await initialize(server.url, { id: 9 });
     assert.is(refused.status, 503);
-    assert.equal(refused.json, { jsonrpc: '2.0', id: 9, error: { code: -32000, message: 'server is at its session capacity (maxSessions); retry later' } });
+    assert.equal(refused.json, { jsonrpc: '2.0', id: 9, error: { code: -32000, message: 'server is at its session capacity (maxSessions); retry later', data: { retryAfterMs: 5000 } } });
     assert.is(refused.sessionId, undefined);
     assert.is((await send(server.url, 'DELETE', sessionHeaders(a.sessionId))).status, 204);
     assert.is((await initialize(server.url)).status, 200);

@@ -25,7 +25,8 @@ import { sessionPlans } from '../../operators/sessionPipeline.js';
 import { ListenStreams } from './listen.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
 import { ProviderFeeds } from './providerFeeds.js';
-import { acceptsEventStream, type EndpointResponse, json, jsonError, SSE_HEADERS } from './responses.js';
+import { acceptsEventStream, capacityRefusal, type EndpointResponse, json, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
+import { RESOURCE_TEMPLATES_LIST, resourceTemplatesMethod } from './templates.js';
 
 /** Counts of what an endpoint holds now (for leak checks and metrics). */
 export interface EndpointStats {
@@ -78,10 +79,14 @@ export class McpEndpoint {
   readonly #allowDelete: boolean;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
   readonly #scheduler: SchedulerLike;
+  /** Milliseconds a client refused for capacity is told to wait (see {@link McpEndpointOptions.capacityRetryAfter}). */
+  readonly #capacityRetryAfter: number;
   readonly #listens: ListenStreams;
   readonly #feeds: ProviderFeeds;
   /** The built-in `server/discover` result (see {@link McpEndpointOptions}). */
   readonly #discover: Readonly<Record<string, unknown>>;
+  /** The built-in `resources/templates/list`, when `resources` is advertised. */
+  readonly #templates: MethodHandler | undefined;
   // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
   readonly #shutdown = new Broadcast<void>();
   #closed = false;
@@ -96,14 +101,17 @@ export class McpEndpoint {
     this.capabilities = resolved.capabilities;
     this.maxBodyBytes = resolved.maxBodyBytes;
     this.bodyTimeout = resolved.bodyTimeout;
+    this.#capacityRetryAfter = resolved.capacityRetryAfter;
     this.#scheduler = resolved.scheduler;
     this.#options = options;
     this.#hostCheck = resolved.hostCheck;
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
     // One decision for both eras: a listen and a legacy subscribe ask the same providers and hooks.
+    const providers = options.resourceProviders ?? [hubResources(this.hub)];
+    this.#templates = this.capabilities.resources ? resourceTemplatesMethod(providers) : undefined;
     const access = new ResourceAccess({
-      providers: options.resourceProviders ?? [hubResources(this.hub)],
+      providers,
       canRead: options.canRead,
       subscribeHook: options.subscribeHook,
     });
@@ -117,6 +125,7 @@ export class McpEndpoint {
       capabilities: this.capabilities,
       access,
       feeds: this.#feeds,
+      capacityRetryAfter: this.#capacityRetryAfter,
     });
     this.#legacy =
       options.legacy === false
@@ -144,6 +153,7 @@ export class McpEndpoint {
             scheduler: this.#scheduler,
             eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
             bus: options.sessionBus,
+            capacityRetryAfter: this.#capacityRetryAfter,
           });
   }
 
@@ -312,13 +322,11 @@ export class McpEndpoint {
       return jsonError(406, null, new JsonRpcError(ErrorCode.InvalidRequest, 'the GET stream requires Accept: text/event-stream'));
     }
     const stream = legacy.stream(session, request.header('last-event-id'), context, this.#shutdown);
-    if (stream === undefined) {
-      return jsonError(503, null, new JsonRpcError(ErrorCode.ServerBusy, this.#closed ? 'server is shutting down' : 'server is at its stream capacity (maxStreams); retry later'));
-    }
+    if (stream === undefined) throw this.#closed ? shutdownRefusal() : capacityRefusal('stream', this.#capacityRetryAfter);
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, ...stream };
   }
 
-  /** A plain JSON-RPC method from the `methods` option. */
+  /** A plain JSON-RPC method from the `methods` option, else a built-in one (`server/discover`, `resources/templates/list`). */
   async #call(
     id: JsonRpcId,
     method: string,
@@ -326,7 +334,7 @@ export class McpEndpoint {
     context: RequestContext,
     notFoundStatus = 404,
   ): Promise<EndpointResponse> {
-    const handler = this.#own(method);
+    const handler = this.#own(method) ?? (method === RESOURCE_TEMPLATES_LIST ? this.#templates : undefined);
     if (handler === undefined) {
       // 2026-07-28: a client's first request; a legacy session has no use for it.
       if (method === 'server/discover' && context.session === undefined) return json(200, { jsonrpc: '2.0', id, result: this.#discover });

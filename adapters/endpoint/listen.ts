@@ -12,7 +12,7 @@ import type { Slot, StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
 import type { ResourceAccess } from './authorize.js';
 import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
-import { acceptsEventStream, type EndpointResponse, jsonError, SSE_HEADERS } from './responses.js';
+import { acceptsEventStream, capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
 
 /**
  * What the listen streams of an endpoint are built from (the endpoint's resolved options).
@@ -29,6 +29,8 @@ export interface ListenStreamsInit {
   readonly access: ResourceAccess;
   /** Where providers' changes are subscribed for the listens that name their URIs. */
   readonly feeds: ProviderFeeds;
+  /** Milliseconds a listen refused at `maxStreams` is told to wait (`capacityRetryAfter`). */
+  readonly capacityRetryAfter: number;
 }
 
 /**
@@ -51,12 +53,16 @@ export class ListenStreams {
     return this.#streams;
   }
 
-  /** Later listens get 503 (the open ones are closed by `shutdown$`). */
+  /** Later listens get 503, shutting down (the open ones are closed by `shutdown$`). */
   close(): void {
     this.#closed = true;
   }
 
-  /** Answers a `subscriptions/listen` request: a stream, or the JSON-RPC error that refuses it (406, 503, -32602…). */
+  /**
+   * Answers a `subscriptions/listen` request: a stream, or the JSON-RPC error that refuses it (406,
+   * -32602…).
+   * @throws HttpError 503 when the server is full (with its retry time) or closed.
+   */
   async listen(
     id: JsonRpcId,
     params: Readonly<Record<string, unknown>> | undefined,
@@ -75,11 +81,10 @@ export class ListenStreams {
       if (error instanceof JsonRpcError) return jsonError(error.code === ErrorCode.MissingRequiredExtension ? 400 : 200, id, error);
       throw error;
     }
+    if (this.#closed) throw shutdownRefusal(id);
     // M9: a full server is a capacity problem, answered before anyone is superseded.
-    const { slots, principals } = this.#init;
-    if (this.#closed || slots.inUse >= slots.capacity) {
-      return jsonError(503, id, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
-    }
+    const { slots, principals, capacityRetryAfter } = this.#init;
+    if (slots.inUse >= slots.capacity) throw capacityRefusal('stream', capacityRetryAfter, id);
     // M8, at every instant: the stream counts against its principal from the moment it takes a
     // slot. Admitted first, so that the principal's streams it supersedes give their slots back
     // (at once: see QueueStage's stall grace of 0) before this one takes its own; a principal at
@@ -89,7 +94,7 @@ export class ListenStreams {
     if (slot === undefined) {
       // Only if a shared pool was taken from inside the supersede: refuse as full.
       admission.release();
-      return jsonError(503, id, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its stream capacity (maxStreams); retry later'));
+      throw capacityRefusal('stream', capacityRetryAfter, id);
     }
     const pending = new PendingListen(admission, slot);
     const held: Feed[] = [];

@@ -23,8 +23,8 @@ import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOpti
  * (2026-07-28, the first request of `@modelcontextprotocol/client` 2.x) and `initialize` (legacy,
  * `@modelcontextprotocol/sdk` 1.x) from `serverInfo`, `capabilities` (each advertised with
  * `listChanged`, resources also with `subscribe`), `extraCapabilities` and `instructions`;
- * `server/discover` offers `supportedVersions: ["2026-07-28"]`, `initialize` agrees on 2025-11-25 or
- * 2025-06-18. An entry in `methods` of the same name overrides either answer: a `server/discover`
+ * `server/discover` offers `supportedVersions: ["2026-07-28"]`, `initialize` agrees on 2025-11-25,
+ * 2025-06-18 or 2025-03-26. An entry in `methods` of the same name overrides either answer: a `server/discover`
  * handler's result is sent instead of the built-in one; an `initialize` handler's result is sent
  * as the `initialize` result (its `protocolVersion` set to the revision the session runs at),
  * while the endpoint still opens the session (`Mcp-Session-Id`); a throw from it opens none.
@@ -66,7 +66,9 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly subscribeHook?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   /**
    * Other JSON-RPC methods, answered with a single JSON response. An entry named `server/discover`
-   * or `initialize` overrides the built-in answer (see {@link McpEndpointOptions}).
+   * or `initialize` overrides the built-in answer (see {@link McpEndpointOptions}), and so does one
+   * named `resources/templates/list` (built in wherever `resources` is advertised: the templates
+   * the `resourceProviders` declare).
    */
   readonly methods?: Readonly<Record<string, MethodHandler>>;
   /** The per-principal cap to admit listens through (e.g. a cluster-wide one); defaults to a {@link PrincipalRegistry} of `maxListensPerPrincipal`. */
@@ -94,7 +96,7 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
    * with another Origin gets HTTP 403; one without Origin (not a browser) passes. Default: no check.
    */
   readonly allowedOrigins?: readonly string[];
-  /** Serve the legacy era (2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
+  /** Serve the legacy era (2025-03-26 / 2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
   readonly legacy?: boolean;
   /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
   readonly sessionStore?: SessionStore;
@@ -135,6 +137,13 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
    * their first subscribe can overtake it). 0 answers at once. Defaults to 1000.
    */
   readonly subscribeStreamWait?: number;
+  /**
+   * Milliseconds a client refused for capacity (HTTP 503: a listen or GET stream beyond
+   * `maxStreams`, an `initialize` beyond `maxSessions`) is told to wait before trying again: sent
+   * as `Retry-After` in whole seconds (rounded up) and as `error.data.retryAfterMs`. A closed
+   * endpoint's 503 (shutting down) carries neither. Defaults to 5000.
+   */
+  readonly capacityRetryAfter?: number;
 }
 
 /** Default of {@link McpEndpointOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
@@ -143,11 +152,15 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 /** Default of {@link McpEndpointOptions.bodyTimeout}: 10 000 milliseconds. */
 export const DEFAULT_BODY_TIMEOUT = 10_000;
 
+/** Default of {@link McpEndpointOptions.capacityRetryAfter}: 5000 milliseconds. */
+export const DEFAULT_CAPACITY_RETRY_AFTER = 5_000;
+
 /** Every option name {@link McpEndpointOptions} has: any other key is refused, so that a typo is not silently ignored. */
 const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
+  'capacityRetryAfter',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
   'maxSessionsPerPrincipal', 'reconnectDelay',
@@ -165,6 +178,8 @@ export interface ResolvedEndpointOptions {
   readonly maxBodyBytes: number;
   /** In milliseconds; defaults to 10 000. */
   readonly bodyTimeout: number;
+  /** In milliseconds; defaults to 5000. */
+  readonly capacityRetryAfter: number;
   readonly scheduler: SchedulerLike;
   /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
   readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
@@ -190,6 +205,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
   const capabilities = options.capabilities ?? { tools: true, prompts: true, resources: true };
   const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
   const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
+  const capacityRetryAfter = options.capacityRetryAfter === undefined ? DEFAULT_CAPACITY_RETRY_AFTER : milliseconds('capacityRetryAfter', options.capacityRetryAfter);
   const scheduler = options.scheduler ?? asyncScheduler;
   const check = hostCheck(options.allowedHosts, options.allowedOrigins);
   const sessionOptions = resolveSessionOptions({
@@ -219,6 +235,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     capabilities,
     maxBodyBytes,
     bodyTimeout,
+    capacityRetryAfter,
     scheduler,
     hostCheck: check,
     sessionOptions,

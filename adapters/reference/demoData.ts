@@ -41,8 +41,12 @@ Try it: subscribe to a file or a collection, then edit, create, delete or rename
 - Editing a file sends \`notifications/resources/updated\` for the file and every enclosing
   directory up to this one.
 - Creating, deleting or renaming a file sends \`notifications/resources/list_changed\`.
-- \`tools.json\` and \`prompts.json\` are served by \`tools/list\` and \`prompts/list\`; editing
-  them also sends \`notifications/tools/list_changed\` / \`notifications/prompts/list_changed\`.
+- \`tools.json\` and \`prompts.json\` are served by \`tools/list\` and \`prompts/list\`; an edit that
+  changes what they list also sends \`notifications/tools/list_changed\` /
+  \`notifications/prompts/list_changed\`.
+- \`tools/call\`: \`echo\` returns its \`text\`, \`add\` the sum of \`a\` and \`b\`. \`prompts/get\`:
+  \`summarize\` embeds the resource its \`uri\` names and asks for a three-sentence summary; any
+  other prompt you add answers its description and the arguments given.
 - Files under \`private/\` need the \`private\` scope.
 `;
 

@@ -14,10 +14,11 @@ import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import { resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/sessionOptions.js';
 import { resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
-import { hubResources } from '../../lib/resources.js';
+import { hubResources, type ResourceTemplate } from '../../lib/resources.js';
 import { nodeHandler } from '../node.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
+import { Catalog } from './catalog.js';
 import { ensureDemoData, FileResources, ResourceTooLargeError, type FileChange } from './files.js';
 import { redactedUrl } from '../redactedUrl.js';
 
@@ -34,6 +35,8 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
   readonly host?: string;
   /** HS256 secret: when set, every request needs `Authorization: Bearer <JWT>` (`sub` principal, `exp`, `scope`). */
   readonly tokenSecret?: string;
+  /** Milliseconds a client refused with HTTP 503 for capacity is told to wait, as in {@link McpEndpoint}; defaults to 5000. */
+  readonly capacityRetryAfter?: number;
   /** Milliseconds that bursts of file events from one write are merged over; defaults to 50. */
   readonly debounceMs?: number;
   /**
@@ -101,10 +104,14 @@ export interface ReferenceServer {
  * directory a collection (same with a trailing `/`). Changing a file publishes
  * `notifications/resources/updated` for it and its enclosing collections; creating, deleting or
  * renaming one publishes `notifications/resources/list_changed`. `tools.json` and `prompts.json`
- * are served by `tools/list` and `prompts/list`. Files under `private/` need the `private` scope.
+ * are served by `tools/list` and `prompts/list`, and what they list by `tools/call` and
+ * `prompts/get` (`echo`, `add` and `summarize` do what their demo definitions say; see
+ * {@link Catalog}); an edit that changes what they list publishes `tools/list_changed` or
+ * `prompts/list_changed`, a rewrite of the same definitions nothing. `resources/templates/list`
+ * has one template, `file://DIR/{+path}`. Files under `private/` need the `private` scope.
  *
- * Both eras are served on the one endpoint: 2026-07-28 clients `subscriptions/listen`; 2025-06-18
- * and 2025-11-25 clients `initialize` a session, open `GET /mcp` and `resources/subscribe` to files
+ * Both eras are served on the one endpoint: 2026-07-28 clients `subscriptions/listen`; 2025-03-26,
+ * 2025-06-18 and 2025-11-25 clients `initialize` a session, open `GET /mcp` and `resources/subscribe` to files
  * and folders, resuming with `Last-Event-ID`. Bound to a loopback address, requests with a foreign
  * `Host` or `Origin` are refused (403).
  *
@@ -153,6 +160,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
     throw error;
   };
   const canRead = (uri: string, { auth }: RequestContext) => files.canRead(uri, auth.scopes);
+  const catalog = new Catalog(files);
   // Bound to a loopback address, the server refuses DNS-rebinding requests (foreign Host or Origin).
   const loopback = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host) || host.startsWith('127.');
   let endpoint: McpEndpoint;
@@ -163,21 +171,30 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
       capabilities: { tools: true, prompts: true, resources: true },
       authenticate: tokenSecret === undefined ? undefined : bearer(new TextEncoder().encode(tokenSecret)),
       canRead,
-      methods: methods(files),
+      methods: methods(files, catalog),
       ...(fleet === undefined
         ? {}
         : { principals: fleet.principals, sessionStore: fleet.sessionStore, eventLog: fleet.eventLog, sessionBus: fleet.sessionBus }),
       serverInfo: SERVER_INFO,
       // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
-      resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead })],
+      resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead, templates: () => fileTemplates(files) })],
       ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
     });
   } catch (error) {
     return abort(error);
   }
+  const publishes = () => fleet === undefined || fleet.publishes;
   const watching: Subscription = files.changes().subscribe((change) => {
+    if (change.kind === 'tools' || change.kind === 'prompts') {
+      // A list change only when what is listed changed (a rewrite of the same definitions is none).
+      const topic = change.kind;
+      void catalog.listChanged(topic).then((changed) => {
+        if (changed && !watching.closed && publishes()) notify(hub, { topic });
+      });
+      return;
+    }
     for (const event of hubEvents(change)) {
-      if (fleet === undefined || fleet.publishes) notify(hub, event);
+      if (publishes()) notify(hub, event);
     }
   });
 
@@ -291,28 +308,35 @@ async function openFleet(
 
 const REDIS_CONNECT_TIMEOUT = 10_000;
 
+/**
+ * The one URI template of the served directory (`resources/templates/list`): a file by its path
+ * under the directory, percent-encoded as `pathToFileURL` writes it (a folder: with a trailing `/`).
+ */
+function fileTemplates(files: FileResources): readonly ResourceTemplate[] {
+  return [
+    {
+      uriTemplate: `${files.rootUri}{+path}`,
+      name: 'file',
+      title: 'File',
+      description: 'A file of the served directory, by its path under it (a folder: the path with a trailing /)',
+    },
+  ];
+}
+
 
 /**
- * The hub events a folder change stands for, in publishing order.
+ * The hub events a change of the folder's files stands for, in publishing order (a change of
+ * `tools.json` or `prompts.json` is the {@link Catalog}'s to judge).
  *
  * A change under `private/` carries scope `private` on every event, the public collection URIs
  * (`DIR/`) and `resources/list_changed` included: those are published, not dropped, so that a
  * principal with the scope who watches `DIR/` hears every member's change (DESIGN L5), while
  * one without it hears nothing at all of activity it may not read (issue 11).
  */
-function hubEvents(change: FileChange): HubEvent[] {
-  switch (change.kind) {
-    case 'updated':
-    case 'listChanged': {
-      const scoped = change.scope === undefined ? {} : { scope: change.scope };
-      const uris = change.uris.map((uri): HubEvent => ({ topic: 'resource', uri, ...scoped }));
-      return change.kind === 'updated' ? uris : [{ topic: 'resources', ...scoped }, ...uris];
-    }
-    case 'tools':
-      return [{ topic: 'tools' }];
-    case 'prompts':
-      return [{ topic: 'prompts' }];
-  }
+function hubEvents(change: Extract<FileChange, { kind: 'updated' | 'listChanged' }>): HubEvent[] {
+  const scoped = change.scope === undefined ? {} : { scope: change.scope };
+  const uris = change.uris.map((uri): HubEvent => ({ topic: 'resource', uri, ...scoped }));
+  return change.kind === 'updated' ? uris : [{ topic: 'resources', ...scoped }, ...uris];
 }
 
 /** Publishes `event` on the hub (with its read scope): to this node's streams and, with a bus, to the fleet's. */
@@ -368,9 +392,9 @@ export const RESOURCE_TOO_LARGE = -32013;
 
 const SERVER_INFO = Object.freeze({ name: 'mcp-rx-streams-reference', version: '0.1.0' });
 
-function methods(files: FileResources): Record<string, MethodHandler> {
+function methods(files: FileResources, catalog: Catalog): Record<string, MethodHandler> {
   // 2026-07-28 results say they are complete, and list and read results are cacheable results
-  // that must say for how long and for whom; legacy sessions (2025-06-18 / 2025-11-25) get the
+  // that must say for how long and for whom; legacy sessions (2025-03-26 to 2025-11-25) get the
   // plain results their clients validate strictly (`ping` must be exactly `{}`).
   const complete = (result: Record<string, unknown>, context: RequestContext) =>
     context.session === undefined ? { resultType: 'complete', ...result } : result;
@@ -383,10 +407,7 @@ function methods(files: FileResources): Record<string, MethodHandler> {
     'resources/read': async (params, context) => {
       const uri = params?.uri;
       if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, 'resources/read requires params.uri');
-      const read = await files.read(uri, context.auth.scopes).catch((error: unknown) => {
-        if (!(error instanceof ResourceTooLargeError)) throw error;
-        throw new JsonRpcError(RESOURCE_TOO_LARGE, error.message, error.info);
-      });
+      const read = await files.read(uri, context.auth.scopes).catch(tooLarge);
       // Unreadable and absent look the same: the answer never reveals what the caller may not read.
       // 2026-07-28 made a missing resource -32602 (Invalid params, with data.uri); legacy sessions keep -32002.
       if (read === undefined) throw new JsonRpcError(context.session === undefined ? ErrorCode.InvalidParams : ErrorCode.ResourceNotFound, `resource not found: ${uri}`, { uri });
@@ -394,5 +415,14 @@ function methods(files: FileResources): Record<string, MethodHandler> {
     },
     'tools/list': async (_params, context) => cacheable({ tools: await files.tools() }, context),
     'prompts/list': async (_params, context) => cacheable({ prompts: await files.prompts() }, context),
+    // What tools.json and prompts.json list, served (see Catalog).
+    'tools/call': async (params, context) => complete(await catalog.callTool(params), context),
+    'prompts/get': async (params, context) => complete(await catalog.getPrompt(params, context.auth.scopes).catch(tooLarge), context),
   };
+}
+
+/** A file over `maxReadBytes` as the JSON-RPC error {@link RESOURCE_TOO_LARGE}; anything else rethrown. */
+function tooLarge(error: unknown): never {
+  if (!(error instanceof ResourceTooLargeError)) throw error;
+  throw new JsonRpcError(RESOURCE_TOO_LARGE, error.message, error.info);
 }

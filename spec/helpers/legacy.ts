@@ -136,8 +136,14 @@ export class GetStream extends ArrivingText {
    * Sends `GET /mcp` for `sessionId` and returns at once: the server writes the response head
    * with its first frame, so callers wait for the server to attach the stream (or for a frame).
    */
-  static open(url: string, sessionId: string | undefined, options: { lastEventId?: string; accept?: string; headers?: Record<string, string> } = {}): GetStream {
-    const headers: Record<string, string> = { accept: options.accept ?? 'text/event-stream', 'mcp-protocol-version': '2025-11-25', ...options.headers };
+  static open(
+    url: string,
+    sessionId: string | undefined,
+    options: { lastEventId?: string; accept?: string; headers?: Record<string, string>; protocolVersion?: string | null } = {},
+  ): GetStream {
+    // `protocolVersion: null` sends no MCP-Protocol-Version (a 2025-03-26 client has none).
+    const version = options.protocolVersion === undefined ? '2025-11-25' : options.protocolVersion;
+    const headers: Record<string, string> = { accept: options.accept ?? 'text/event-stream', ...(version === null ? {} : { 'mcp-protocol-version': version }), ...options.headers };
     if (sessionId !== undefined) headers['mcp-session-id'] = sessionId;
     if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
     const req = http.request(url, { method: 'GET', headers, agent: false });

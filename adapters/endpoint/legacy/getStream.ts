@@ -15,6 +15,21 @@ import { restore, RestoreError } from './subscribe.js';
 const RESTORE_CONCURRENCY = 8;
 
 /**
+ * The first revision whose GET streams open with the priming event. MCP 2025-11-25 (transports)
+ * added it: "the server SHOULD immediately send an SSE event consisting of an event ID and an
+ * empty data field". Clients of earlier revisions may not expect an event without data (the AI
+ * SDK on 2025-06-18 logs a parse error for it), so, as the official 1.x server does, a session
+ * negotiated at an earlier revision gets none: its frames still carry ids and its reconnects with
+ * `Last-Event-ID` are replayed as before, and it has no `retry:` field.
+ */
+const FIRST_PRIMED_REVISION = '2025-11-25';
+
+/** True when a session at `protocolVersion` gets the priming event (revisions are dates: they compare as strings). */
+function primes(protocolVersion: string): boolean {
+  return protocolVersion >= FIRST_PRIMED_REVISION;
+}
+
+/**
  * What a GET stream needs of the {@link LegacySessions} it belongs to.
  * @internal
  */
@@ -123,12 +138,12 @@ function subscribeGetStream(
   // The session's feed, its first stage registered on the session (the handle) directly.
   const feed$ = new StageObservable<Frame>((entry) => handle.attach(entry), noStages);
   // DESIGN L7–L9, the endpoint's one composition (sessionPipeline): replay after Last-Event-ID, the
-  // priming event, keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
+  // priming event (2025-11-25 on), keep-alives, the lifetime cap (its client reconnects with Last-Event-ID, and its
   // subscriptions are authorized again on restore), token expiry and shutdown, the bounded queue,
   // and the restore of the persisted subscriptions. A close trigger cuts the feed (the handle):
   // the session lets go of the stream at once, while the stream writes what it holds (nothing, if
   // its client is not reading: it then ends at once and replays on reconnect).
-  const values: SessionValues = { lastEventId, log: session.log, expiresAt: expiry, demand$ };
+  const values: SessionValues = { lastEventId, log: session.log, prime: primes(session.protocolVersion), expiresAt: expiry, demand$ };
   const restoring = unrestored.length === 0 ? undefined : restorePlan(unrestored, (uri) => restore(init, session, uri, handle, context), RESTORE_CONCURRENCY, onRestoreError);
   const stream$ = feed$.pipe(stageOperator<Frame, Frame>(() => sessionStages(init.streams, values, restoring)));
   stream$.subscribe(subscriber);

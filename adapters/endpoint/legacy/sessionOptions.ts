@@ -44,7 +44,8 @@ export interface SessionOptions {
   readonly maxSessionsPerPrincipal: number;
   /**
    * Milliseconds a client should wait before reconnecting its GET stream: sent as the SSE `retry:`
-   * field of the priming event every GET stream opens with (DESIGN L7). Default 1000.
+   * field of the priming event every GET stream of a session on 2025-11-25 or later opens with
+   * (DESIGN L7; earlier revisions get no priming event). Default 1000.
    */
   readonly reconnectDelay: number;
 }
@@ -112,4 +113,6 @@ export interface LegacySessionsInit {
   readonly eventLog: (sessionId: string) => EventLog;
   /** Relays session commands between the nodes of a fleet; absent in a single process. */
   readonly bus: SessionBus | undefined;
+  /** Milliseconds an `initialize` refused at `maxSessions` is told to wait (`capacityRetryAfter`). */
+  readonly capacityRetryAfter: number;
 }

@@ -9,6 +9,7 @@ import { LEGACY_PROTOCOL_VERSIONS, NEWEST_LEGACY_PROTOCOL_VERSION } from '../../
 import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
 import { initializeResult } from '../discover.js';
+import { capacityRefusal, shutdownRefusal } from '../responses.js';
 import { openGetStream, type StreamOwner } from './getStream.js';
 import { cancelSubscribe } from '../subscriptions.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
@@ -64,19 +65,21 @@ export class LegacySessions {
     return { sessions: this.#sessions.size, streams, subscriptions };
   }
 
-  /** Answers `initialize`: a new session and the result that advertises it (DESIGN L1). */
+  /**
+   * Answers `initialize`: a new session and the result that advertises it (DESIGN L1).
+   * @throws HttpError 503 at `maxSessions` (with its retry time) or once closed (shutting down).
+   */
   async initialize(params: Readonly<Record<string, unknown>> | undefined, auth: AuthInfo): Promise<{ id: string; result: unknown }> {
     const requested = params?.protocolVersion;
     if (typeof requested !== 'string') {
       throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
     }
     const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : NEWEST_LEGACY_PROTOCOL_VERSION;
+    if (this.#closed) throw shutdownRefusal();
     // Fairness first: a principal at its own cap makes room among its own sessions, so that one
     // client cannot fill the server-wide cap and lock every other principal out.
     await this.#makeRoomFor(auth.principal);
-    if (this.#sessions.size >= this.#init.options.maxSessions) {
-      throw new HttpError(503, new JsonRpcError(ErrorCode.ServerBusy, 'server is at its session capacity (maxSessions); retry later'));
-    }
+    if (this.#sessions.size >= this.#init.options.maxSessions) throw capacityRefusal('session', this.#init.capacityRetryAfter);
     const record: SessionRecord = {
       id: randomUUID(),
       principal: this.#principal(auth.principal),
