@@ -18,6 +18,7 @@ import { ResourceAccess } from './authorize.js';
 import { readJson } from './body.js';
 import { discoverResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
+import { type ClientAddress, withClientAddress } from './clientAddress.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { ListenStreams } from './listen.js';
@@ -75,6 +76,7 @@ export class McpEndpoint {
   readonly #legacy: LegacySessions | undefined;
   readonly #allowDelete: boolean;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  readonly #clientAddress: ClientAddress | undefined;
   readonly #scheduler: SchedulerLike;
   readonly #listens: ListenStreams;
   readonly #feeds: ProviderFeeds;
@@ -97,6 +99,7 @@ export class McpEndpoint {
     this.#scheduler = resolved.scheduler;
     this.#options = options;
     this.#hostCheck = resolved.hostCheck;
+    this.#clientAddress = resolved.clientAddress;
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
     // One decision for both eras: a listen and a legacy subscribe ask the same providers and hooks.
@@ -185,12 +188,14 @@ export class McpEndpoint {
 
   /**
    * Answers one HTTP request.
-   * @param request the adapter's view of the request.
+   * @param request the adapter's view of the request; with `trustProxy`, its `remoteAddress` (the
+   *   connection's peer) is replaced by the client's address before anything reads it.
    * @returns a description the adapter writes; never rejects.
    */
   async handle(request: EndpointRequest): Promise<EndpointResponse> {
     try {
-      return await this.#handle(request);
+      const resolve = this.#clientAddress;
+      return await this.#handle(resolve === undefined ? request : withClientAddress(request, resolve));
     } catch (error) {
       if (error instanceof HttpError) return jsonError(error.status, error.id, error.rpc, error.headers);
       // An HTTP 500 is a bug: answer the JSON-RPC internal error instead, keep the process up, and

@@ -11,6 +11,7 @@ import type { EventLog } from '../../lib/replayBuffer.js';
 import type { hubResources, ResourceProvider } from '../../lib/resources.js';
 import type { MemorySessionStore, SessionBus, SessionStore } from '../../lib/session.js';
 import type { StreamSlots } from '../../lib/slots.js';
+import { clientAddress, type ClientAddress, type TrustProxy } from './clientAddress.js';
 import { DEFAULT_SERVER_INFO } from './discover.js';
 import { hostCheck, type localhostHosts } from './hostCheck.js';
 import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOptions.js';
@@ -93,6 +94,19 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
    * with another Origin gets HTTP 403; one without Origin (not a browser) passes. Default: no check.
    */
   readonly allowedOrigins?: readonly string[];
+  /**
+   * The reverse proxies in front of the server whose `X-Forwarded-For` says who the client is: a
+   * number of hops (`1`: exactly one proxy, and the server cannot be reached past it), or the
+   * proxies' addresses and CIDR ranges (`['loopback', '10.0.0.0/8']`, or one comma-separated
+   * string; also `linklocal`, `uniquelocal`), or a function `(address, hop) => boolean` (see
+   * {@link TrustProxy}). The client's address, what anonymous principals are bucketed by and what
+   * hooks see as `request.remoteAddress`, is then the nearest address along the path that is not a
+   * trusted proxy; an entry ahead of the trusted hops (one the client wrote itself) is never used.
+   * `X-Forwarded-For` only: RFC 7239 `Forwarded` is not read. `true` (trust every hop) is refused:
+   * it would let each client choose its own principal. Default: none (the client is the
+   * connection's peer and `X-Forwarded-For` is ignored).
+   */
+  readonly trustProxy?: TrustProxy;
   /** Serve the legacy era (2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
   readonly legacy?: boolean;
   /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
@@ -149,7 +163,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
-  'maxSessionsPerPrincipal', 'reconnectDelay',
+  'maxSessionsPerPrincipal', 'reconnectDelay', 'trustProxy',
 ]);
 
 /**
@@ -167,6 +181,8 @@ export interface ResolvedEndpointOptions {
   readonly scheduler: SchedulerLike;
   /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
   readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  /** The client address from trusted proxies (`trustProxy`), absent when none is trusted. */
+  readonly clientAddress: ClientAddress | undefined;
   readonly sessionOptions: Readonly<SessionOptions>;
   readonly serverInfo: ServerInfo;
   readonly extraCapabilities: Readonly<Record<string, unknown>>;
@@ -220,6 +236,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     bodyTimeout,
     scheduler,
     hostCheck: check,
+    clientAddress: clientAddress(options.trustProxy),
     sessionOptions,
     serverInfo: options.serverInfo ?? DEFAULT_SERVER_INFO,
     extraCapabilities: options.extraCapabilities ?? {},

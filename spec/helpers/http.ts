@@ -119,9 +119,10 @@ export class SseConnection extends ArrivingText {
     });
   }
 
-  static open(url: string, body: string, headers: Record<string, string> = { ...LISTEN_HEADERS }): Promise<SseConnection> {
+  /** POSTs `body`; `options` adds to the request's (`localAddress`: the loopback address it comes from). */
+  static open(url: string, body: string, headers: Record<string, string> = { ...LISTEN_HEADERS }, options: http.RequestOptions = {}): Promise<SseConnection> {
     return new Promise((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', headers, agent: false }, (res) => resolve(new SseConnection(req, res)));
+      const req = http.request(url, { ...options, method: 'POST', headers, agent: false }, (res) => resolve(new SseConnection(req, res)));
       req.on('error', reject);
       req.end(body);
     });
