@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError, McpRxError } from '../lib/errors.js';
+import { clientAddress } from './endpoint/clientAddress.js';
 import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
 import { DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
 import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
@@ -90,6 +91,21 @@ function nodeId(text: string, flag: string): string {
   return text;
 }
 
+/** `--trust-proxy`: a hop count, or a comma-separated list of proxy addresses and ranges. */
+function trustProxy(text: string, flag: string): number | string[] {
+  if (/^\d+$/.test(text)) return integer(0, Number.MAX_SAFE_INTEGER, 'proxy hops')(text, flag);
+  const list = text.split(',').map((entry) => entry.trim());
+  try {
+    clientAddress(list);
+  } catch (error) {
+    if (!(error instanceof InvalidOptionError)) throw error;
+    throw new UsageError(
+      `--${flag} must be a number of proxy hops or a comma-separated list of proxy addresses, CIDR ranges, loopback, linklocal or uniquelocal, got ${JSON.stringify(text)}`,
+    );
+  }
+  return list;
+}
+
 const HELP: Flag = { name: 'help', short: 'h', description: 'print this help and exit' };
 
 const SERVE_FLAGS: readonly Flag[] = [
@@ -132,6 +148,15 @@ const SERVE_FLAGS: readonly Flag[] = [
   { name: 'node-id', value: 'ID', default: 'a random UUID', description: "this node's name in the fleet (no whitespace, no \":\"); only with --redis", parse: nodeId },
   { name: 'watch-lease-ttl', value: 'MS', unit: 'milliseconds', default: '5000', description: 'how long the folder-watch lease outlives its holder; only with --redis', parse: milliseconds(30) },
   { name: 'redis-timeout', value: 'MS', unit: 'milliseconds', default: 'none (wait for ever)', description: 'give up with exit code 1 when Redis has not answered for this long after start; only with --redis', parse: milliseconds() },
+  {
+    name: 'trust-proxy',
+    value: 'PROXIES',
+    unit: 'proxy hops, or addresses',
+    default: 'none (X-Forwarded-For is ignored; the client is the connection\'s peer)',
+    description:
+      'the reverse proxies in front whose X-Forwarded-For names the client (its address is the anonymous principal): a hop count (1 = one proxy, the only way in), or a comma-separated list of their addresses, CIDR ranges, loopback, linklocal, uniquelocal',
+    parse: trustProxy,
+  },
   { name: 'metrics-port', value: 'N', unit: 'TCP port, 0 = any free one', default: 'off', description: 'serve Prometheus metrics on http://HOST:N/metrics (needs the prom-client package)', parse: port },
   HELP,
 ];

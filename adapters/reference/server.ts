@@ -7,6 +7,7 @@ import type { Subscription } from 'rxjs';
 import { AuthError, type AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/context.js';
 import { McpEndpoint } from '../endpoint/endpoint.js';
+import type { TrustProxy } from '../endpoint/clientAddress.js';
 import { localhostHosts } from '../endpoint/hostCheck.js';
 import { Hub, type HubEvent } from '../../lib/hub.js';
 import { InvalidOptionError } from '../../lib/errors.js';
@@ -62,6 +63,11 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
    * fleet's parts settle when Redis answers). Defaults to 10 000. Only with `redis`.
    */
   readonly redisConnectTimeout?: number;
+  /**
+   * The reverse proxies in front whose `X-Forwarded-For` names the client (a hop count, or their
+   * addresses and CIDR ranges); see `McpEndpointOptions.trustProxy`. Default: none (the header is ignored).
+   */
+  readonly trustProxy?: TrustProxy;
 }
 
 /** The Redis parts of a reference server running as a fleet node (`redis` option). */
@@ -122,7 +128,7 @@ export interface ReferenceServer {
  * @param options see {@link ReferenceServerOptions}.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, ...limits } = options;
+  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, ...limits } = options;
   if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
     throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
   }
@@ -171,6 +177,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
       // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
       resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead })],
       ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
+      trustProxy,
     });
   } catch (error) {
     return abort(error);
