@@ -19,6 +19,7 @@ import { readJson } from './body.js';
 import { discoverResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
 import { type ClientAddress, withClientAddress } from './clientAddress.js';
+import type { CorsPolicy } from './cors.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { ListenStreams } from './listen.js';
@@ -76,6 +77,7 @@ export class McpEndpoint {
   readonly #legacy: LegacySessions | undefined;
   readonly #allowDelete: boolean;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  readonly #cors: CorsPolicy | undefined;
   readonly #clientAddress: ClientAddress | undefined;
   readonly #scheduler: SchedulerLike;
   readonly #listens: ListenStreams;
@@ -99,6 +101,7 @@ export class McpEndpoint {
     this.#scheduler = resolved.scheduler;
     this.#options = options;
     this.#hostCheck = resolved.hostCheck;
+    this.#cors = resolved.cors;
     this.#clientAddress = resolved.clientAddress;
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
@@ -193,6 +196,11 @@ export class McpEndpoint {
    * @returns a description the adapter writes; never rejects.
    */
   async handle(request: EndpointRequest): Promise<EndpointResponse> {
+    const response = await this.#answer(request);
+    return this.#cors === undefined ? response : this.#cors.apply(request, response);
+  }
+
+  async #answer(request: EndpointRequest): Promise<EndpointResponse> {
     try {
       const resolve = this.#clientAddress;
       return await this.#handle(resolve === undefined ? request : withClientAddress(request, resolve));
@@ -209,6 +217,7 @@ export class McpEndpoint {
     // DNS rebinding: a foreign Host or Origin is refused before anything else.
     const refused = this.#hostCheck?.(request);
     if (refused !== undefined) return jsonError(403, null, new JsonRpcError(ErrorCode.InvalidRequest, refused));
+    if (request.method === 'OPTIONS' && this.#cors !== undefined) return this.#cors.preflight(request);
     const legacy = this.#legacy;
     // MCP 2025-06-18 (transports): "If the server receives a request with an invalid or unsupported
     // MCP-Protocol-Version, it MUST respond with 400 Bad Request." Judged before anything else.

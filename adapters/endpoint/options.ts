@@ -12,6 +12,7 @@ import type { hubResources, ResourceProvider } from '../../lib/resources.js';
 import type { MemorySessionStore, SessionBus, SessionStore } from '../../lib/session.js';
 import type { StreamSlots } from '../../lib/slots.js';
 import { clientAddress, type ClientAddress, type TrustProxy } from './clientAddress.js';
+import { corsPolicy, originsWithCors, type CorsOrigins, type CorsPolicy } from './cors.js';
 import { DEFAULT_SERVER_INFO } from './discover.js';
 import { hostCheck, type localhostHosts } from './hostCheck.js';
 import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOptions.js';
@@ -91,9 +92,25 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   /**
    * The accepted `Origin` header values: an entry with a scheme (`https://app.example`) matches
    * exactly, one without (`localhost`) matches that host name on any scheme and port. A request
-   * with another Origin gets HTTP 403; one without Origin (not a browser) passes. Default: no check.
+   * with another Origin gets HTTP 403; one without Origin (not a browser) passes. The `corsOrigins`
+   * entries are accepted too. Default: no check.
    */
   readonly allowedOrigins?: readonly string[];
+  /**
+   * CORS: the origins of the browser pages that may call the endpoint from another origin,
+   * matched as `allowedOrigins` entries (`https://app.example` exactly; `localhost` that host on any
+   * scheme and port), or `'*'` for every page (refused with `authenticate`: a server that tells
+   * callers apart names the pages it serves). An `OPTIONS` preflight is answered 204 with the
+   * methods, every MCP request header and `Access-Control-Max-Age: 7200`; every answer (JSON,
+   * SSE, errors) to an allowed origin carries `Access-Control-Allow-Origin` (the origin itself,
+   * or `*`) and exposes `Mcp-Session-Id` and `WWW-Authenticate`; every answer says `Vary: Origin`.
+   * Another origin gets no CORS headers, so its page cannot read the answer. With `allowedOrigins`
+   * too, the listed origins pass the DNS-rebinding check, and `'*'` answers only the origins it
+   * accepts (the others keep their 403). No cookies (`Access-Control-Allow-Credentials` is never
+   * sent): a page sends its credentials in `Authorization`. Default: none (no CORS; `OPTIONS` gets
+   * 405).
+   */
+  readonly corsOrigins?: CorsOrigins;
   /**
    * The reverse proxies in front of the server whose `X-Forwarded-For` says who the client is: a
    * number of hops (`1`: exactly one proxy, and the server cannot be reached past it), or the
@@ -163,7 +180,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
-  'maxSessionsPerPrincipal', 'reconnectDelay', 'trustProxy',
+  'maxSessionsPerPrincipal', 'reconnectDelay', 'corsOrigins', 'trustProxy',
 ]);
 
 /**
@@ -181,6 +198,8 @@ export interface ResolvedEndpointOptions {
   readonly scheduler: SchedulerLike;
   /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
   readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  /** The `corsOrigins` policy, absent without it. */
+  readonly cors: CorsPolicy | undefined;
   /** The client address from trusted proxies (`trustProxy`), absent when none is trusted. */
   readonly clientAddress: ClientAddress | undefined;
   readonly sessionOptions: Readonly<SessionOptions>;
@@ -206,7 +225,6 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
   const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
   const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
   const scheduler = options.scheduler ?? asyncScheduler;
-  const check = hostCheck(options.allowedHosts, options.allowedOrigins);
   const sessionOptions = resolveSessionOptions({
     sessionIdleTimeout: options.sessionIdleTimeout,
     sessionGracePeriod: options.sessionGracePeriod,
@@ -220,6 +238,9 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     reconnectDelay: options.reconnectDelay,
   });
   if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
+  const methods = options.legacy === false ? 'POST' : sessionOptions.allowClientSessionDelete ? 'POST, GET, DELETE' : 'POST, GET';
+  const cors = corsPolicy(options.corsOrigins, { authenticates: options.authenticate !== undefined, methods, allowedOrigins: options.allowedOrigins });
+  const check = hostCheck(options.allowedHosts, originsWithCors(options.allowedOrigins, options.corsOrigins));
   if (options.resourceProviders !== undefined && !Array.isArray(options.resourceProviders)) {
     throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', options.resourceProviders);
   }
@@ -236,6 +257,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     bodyTimeout,
     scheduler,
     hostCheck: check,
+    cors,
     clientAddress: clientAddress(options.trustProxy),
     sessionOptions,
     serverInfo: options.serverInfo ?? DEFAULT_SERVER_INFO,
