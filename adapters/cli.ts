@@ -12,6 +12,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError, McpRxError } from '../lib/errors.js';
 import { clientAddress } from './endpoint/clientAddress.js';
+import { corsPolicy, type CorsOrigins } from './endpoint/cors.js';
 import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
 import { DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
 import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
@@ -106,6 +107,18 @@ function trustProxy(text: string, flag: string): number | string[] {
   return list;
 }
 
+/** `--cors-origins`: `*`, or a comma-separated list of origins. */
+function corsOrigins(text: string, flag: string): CorsOrigins {
+  const origins = text === '*' ? '*' : text.split(',').map((entry) => entry.trim());
+  try {
+    corsPolicy(origins, { authenticates: false, methods: 'POST' });
+  } catch (error) {
+    if (!(error instanceof InvalidOptionError)) throw error;
+    throw new UsageError(`--${flag} must be * or a comma-separated list of origins (https://app.example) or host names (localhost), got ${JSON.stringify(text)}`);
+  }
+  return origins;
+}
+
 const HELP: Flag = { name: 'help', short: 'h', description: 'print this help and exit' };
 
 const SERVE_FLAGS: readonly Flag[] = [
@@ -156,6 +169,13 @@ const SERVE_FLAGS: readonly Flag[] = [
     description:
       'the reverse proxies in front whose X-Forwarded-For names the client (its address is the anonymous principal): a hop count (1 = one proxy, the only way in), or a comma-separated list of their addresses, CIDR ranges, loopback, linklocal, uniquelocal',
     parse: trustProxy,
+  },
+  {
+    name: 'cors-origins',
+    value: 'ORIGINS',
+    default: 'none (no CORS: pages on other origins cannot call the server)',
+    description: 'browser pages that may call the server from another origin: a comma-separated list of origins (https://app.example) or host names (localhost), or * for any page (not with --token-secret)',
+    parse: corsOrigins,
   },
   { name: 'metrics-port', value: 'N', unit: 'TCP port, 0 = any free one', default: 'off', description: 'serve Prometheus metrics on http://HOST:N/metrics (needs the prom-client package)', parse: port },
   HELP,
@@ -248,6 +268,9 @@ async function serve(argv: string[]): Promise<void> {
   const options: Record<string, unknown> = { dir: './demo-data', host: '127.0.0.1', port: 3000 };
   for (const flag of SERVE_FLAGS) {
     if (values.has(flag.name) && !CLI_ONLY.has(flag.name)) options[flag.option ?? camel(flag.name)] = values.get(flag.name);
+  }
+  if (values.get('cors-origins') === '*' && values.has('token-secret')) {
+    throw new UsageError('--cors-origins * cannot go with --token-secret: list the origins of the pages that may send tokens');
   }
   const redis = values.get('redis') as string | undefined;
   if (redis === undefined) {

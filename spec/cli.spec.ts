@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import { LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
+import { send } from './helpers/legacy.js';
 import { startRedis } from './helpers/redis.js';
 
 const CLI = fileURLToPath(new URL('../dist/adapters/cli.js', import.meta.url));
@@ -75,7 +76,7 @@ test('serve --help: every flag on one line with a description; value flags with 
   assert.equal(await run.exited, 0);
   const help = run.out();
   const flags = flagsOf(help);
-  for (const expected of ['dir', 'demo', 'port', 'host', 'token-secret', 'keep-alive-interval', 'listen-idle-timeout', 'max-stream-lifetime', 'listen-max-queue', 'listen-max-queue-bytes', 'close-notice', 'max-listens-per-principal', 'max-streams', 'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'metrics-port', 'max-read-bytes', 'trust-proxy']) {
+  for (const expected of ['dir', 'demo', 'port', 'host', 'token-secret', 'keep-alive-interval', 'listen-idle-timeout', 'max-stream-lifetime', 'listen-max-queue', 'listen-max-queue-bytes', 'close-notice', 'max-listens-per-principal', 'max-streams', 'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'metrics-port', 'max-read-bytes', 'trust-proxy', 'cors-origins']) {
     assert.ok(flags.includes(expected), `--${expected} missing from serve --help:\n${help}`);
   }
   for (const line of help.split('\n').filter((text) => /^ {2}(-\w, )?--/.test(text))) {
@@ -181,6 +182,31 @@ test('serve --trust-proxy 1 reaches the endpoint: clients forwarded by the proxy
     await a.until((c) => c.text.includes('"reason":"superseded"'), 3000, "203.0.113.1's first listen superseded by its second");
     assert.doesNotMatch(b.text, /superseded/);
     for (const conn of [a, b, again]) conn.destroy();
+  });
+});
+
+test('serve --cors-origins: * or origins; anything else, or * with --token-secret, is one line naming the flag, exit code 2', async () => {
+  const values = ['https://app.example/', 'https://app.example/path', 'app example', '*,https://app.example', '*.example', ','];
+  await Promise.all([
+    ...values.map((value) => refused([`--cors-origins=${value}`], '--cors-origins must be * or a comma-separated list of origins')),
+    refused(['--cors-origins', '*', '--token-secret', 'secret'], '--cors-origins * cannot go with --token-secret'),
+  ]);
+});
+
+test('serve --cors-origins reaches the endpoint: a listed page is answered with CORS and passes the loopback Origin check', async () => {
+  const preflight = async (url: string) =>
+    send(url, 'OPTIONS', { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
+  await serving([], async (url) => {
+    assert.equal((await preflight(url)).status, 403, 'without the flag a foreign Origin is refused on loopback');
+  });
+  await serving(['--cors-origins', 'https://app.example, http://localhost:5173'], async (url) => {
+    const answer = await preflight(url);
+    assert.equal(answer.status, 204);
+    assert.equal(answer.headers['access-control-allow-origin'], 'https://app.example');
+    assert.equal(answer.headers['access-control-allow-methods'], 'POST, GET, DELETE');
+    const refused = await send(url, 'OPTIONS', { origin: 'https://evil.example', 'access-control-request-method': 'POST' });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.headers['access-control-allow-origin'], undefined);
   });
 });
 
