@@ -9,24 +9,14 @@ import type { EndpointRequest } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import { Hub } from '../lib/hub.js';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import { webHandler } from '../adapters/web.js';
-import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from './helpers/http.js';
+import { eventually, LISTEN_HEADERS, listenBody, SseConnection, withEndpoint } from './helpers/http.js';
 import { GetStream, initialize, rpcBody, send, sessionHeaders } from './helpers/legacy.js';
 
 const PAGE = 'http://127.0.0.1:5173';
 const OTHER = 'http://evil.example';
 const ALLOW_HEADERS = 'content-type, authorization, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id';
 const EXPOSE_HEADERS = 'mcp-session-id, www-authenticate';
-
-async function withServer(options: Partial<McpEndpointOptions>, body: (server: TestServer) => Promise<void>): Promise<void> {
-  const server = await startEndpoint(options);
-  try {
-    await body(server);
-  } finally {
-    await server.close();
-  }
-}
 
 /** The CORS headers of a response, by lower-case name (absent ones left out). */
 function corsOf(headers: http.IncomingHttpHeaders): Record<string, unknown> {
@@ -40,7 +30,7 @@ const preflight = (url: string, origin: string, extra: Record<string, string> = 
   send(url, 'OPTIONS', { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,mcp-protocol-version', ...extra });
 
 test('without corsOrigins (the default): OPTIONS is 405 and no answer carries a CORS header', async () => {
-  await withServer({}, async ({ url }) => {
+  await withEndpoint({}, async ({ url }) => {
     const options = await preflight(url, PAGE);
     assert.equal(options.status, 405);
     assert.deepEqual(corsOf(options.headers), {});
@@ -51,7 +41,7 @@ test('without corsOrigins (the default): OPTIONS is 405 and no answer carries a 
 });
 
 test('a preflight from an allowed origin: 204 with the methods, every MCP request header, Max-Age 7200; another origin gets none of them', async () => {
-  await withServer({ corsOrigins: [PAGE] }, async ({ url }) => {
+  await withEndpoint({ corsOrigins: [PAGE] }, async ({ url }) => {
     const allowed = await preflight(url, PAGE);
     assert.equal(allowed.status, 204);
     assert.equal(allowed.body, '');
@@ -73,10 +63,10 @@ test('a preflight from an allowed origin: 204 with the methods, every MCP reques
     // A session id on an OPTIONS request changes nothing.
     assert.equal((await preflight(url, PAGE, { 'mcp-session-id': 'x' })).status, 204);
   });
-  await withServer({ corsOrigins: [PAGE], legacy: false }, async ({ url }) => {
+  await withEndpoint({ corsOrigins: [PAGE], legacy: false }, async ({ url }) => {
     assert.equal((await preflight(url, PAGE)).headers['access-control-allow-methods'], 'POST');
   });
-  await withServer({ corsOrigins: [PAGE], allowClientSessionDelete: false }, async ({ url }) => {
+  await withEndpoint({ corsOrigins: [PAGE], allowClientSessionDelete: false }, async ({ url }) => {
     assert.equal((await preflight(url, PAGE)).headers['access-control-allow-methods'], 'POST, GET');
   });
 });
@@ -88,7 +78,7 @@ const byHeader = (request: EndpointRequest) => {
 };
 
 test('every answer to an allowed origin carries Allow-Origin (the origin), Expose-Headers and Vary: JSON, SSE of both eras, 400/401/404/405/406/413/503', async () => {
-  await withServer({ corsOrigins: [PAGE], authenticate: byHeader, maxStreams: 1, maxBodyBytes: 4096 }, async ({ url, endpoint }) => {
+  await withEndpoint({ corsOrigins: [PAGE], authenticate: byHeader, maxStreams: 1, maxBodyBytes: 4096 }, async ({ url, endpoint }) => {
     const as = (origin: string) => ({ ...LISTEN_HEADERS, origin, 'x-principal': 'alice' });
     for (const [origin, expected] of [[PAGE, ALLOWED(PAGE)], [OTHER, NOT_ALLOWED]] as const) {
       const answers: [string, number, http.IncomingHttpHeaders][] = [];
@@ -126,7 +116,7 @@ test('every answer to an allowed origin carries Allow-Origin (the origin), Expos
 });
 
 test("host-name entries match as allowedOrigins' do, and the origin is echoed as the page sent it", async () => {
-  await withServer({ corsOrigins: ['localhost', 'https://app.example'] }, async ({ url }) => {
+  await withEndpoint({ corsOrigins: ['localhost', 'https://app.example'] }, async ({ url }) => {
     const origin = async (value: string) => (await send(url, 'POST', { ...LISTEN_HEADERS, origin: value }, rpcBody(1, 'server/discover'))).headers['access-control-allow-origin'];
     assert.equal(await origin('http://localhost:5173'), 'http://localhost:5173');
     assert.equal(await origin('https://localhost'), 'https://localhost');
@@ -139,7 +129,7 @@ test("host-name entries match as allowedOrigins' do, and the origin is echoed as
 });
 
 test("corsOrigins '*': Allow-Origin * for every page; refused with authenticate", async () => {
-  await withServer({ corsOrigins: '*' }, async ({ url }) => {
+  await withEndpoint({ corsOrigins: '*' }, async ({ url }) => {
     for (const origin of [PAGE, OTHER, 'null']) {
       const reply = await send(url, 'POST', { ...LISTEN_HEADERS, origin }, rpcBody(1, 'server/discover'));
       assert.deepEqual(corsOf(reply.headers), ALLOWED('*'), origin);
@@ -153,7 +143,7 @@ test("corsOrigins '*': Allow-Origin * for every page; refused with authenticate"
 });
 
 test('with allowedOrigins: a corsOrigins entry passes the rebinding check; other origins keep their 403 and get no CORS headers, under * too', async () => {
-  await withServer({ allowedOrigins: ['localhost'], corsOrigins: ['https://app.example'] }, async ({ url }) => {
+  await withEndpoint({ allowedOrigins: ['localhost'], corsOrigins: ['https://app.example'] }, async ({ url }) => {
     const page = await send(url, 'POST', { ...LISTEN_HEADERS, origin: 'https://app.example' }, rpcBody(1, 'server/discover'));
     assert.equal(page.status, 200);
     assert.deepEqual(corsOf(page.headers), ALLOWED('https://app.example'));
@@ -164,7 +154,7 @@ test('with allowedOrigins: a corsOrigins entry passes the rebinding check; other
     assert.equal(foreign.status, 403);
     assert.deepEqual(corsOf(foreign.headers), NOT_ALLOWED);
   });
-  await withServer({ allowedOrigins: ['localhost'], corsOrigins: '*' }, async ({ url }) => {
+  await withEndpoint({ allowedOrigins: ['localhost'], corsOrigins: '*' }, async ({ url }) => {
     const local = await preflight(url, 'http://localhost:5173');
     assert.equal(local.status, 204);
     assert.equal(local.headers['access-control-allow-origin'], '*');
@@ -195,7 +185,7 @@ test('webHandler: the same preflight and headers on a Response, an SSE body incl
 });
 
 test('sessionHeaders with an allowed origin: a session request is answered with CORS headers too', async () => {
-  await withServer({ corsOrigins: [PAGE] }, async ({ url }) => {
+  await withEndpoint({ corsOrigins: [PAGE] }, async ({ url }) => {
     const init = await initialize(url, { headers: { origin: PAGE } });
     const reply = await send(url, 'POST', sessionHeaders(init.sessionId, { origin: PAGE }), rpcBody(2, 'resources/subscribe', { uri: 'file:///a' }));
     assert.deepEqual(corsOf(reply.headers), ALLOWED(PAGE));

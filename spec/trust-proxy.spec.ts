@@ -14,7 +14,7 @@ import { Hub } from '../lib/hub.js';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import { webHandler } from '../adapters/web.js';
-import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from './helpers/http.js';
+import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer, withEndpoint } from './helpers/http.js';
 import { INIT_HEADERS, rpcBody, send, sessionHeaders } from './helpers/legacy.js';
 
 const PROXY = fileURLToPath(new URL('./fixtures/servers/forwarding-proxy.mjs', import.meta.url));
@@ -131,17 +131,14 @@ test('trustProxy: 1 behind one proxy: maxSessionsPerPrincipal counts per real cl
 });
 
 test('X-Forwarded-For sent straight to a server without trustProxy changes nothing', async () => {
-  const server = await startEndpoint({ methods, maxListensPerPrincipal: 1 });
-  try {
-    assert.equal(await whoami(server.url, '127.0.0.2', { 'x-forwarded-for': '203.0.113.7' }), 'addr:127.0.0.2');
-    const a = await listenFrom(server.url, '127.0.0.2', { 'x-forwarded-for': '203.0.113.1' });
-    const b = await listenFrom(server.url, '127.0.0.2', { 'x-forwarded-for': '203.0.113.2' });
+  await withEndpoint({ methods, maxListensPerPrincipal: 1 }, async ({ url }) => {
+    assert.equal(await whoami(url, '127.0.0.2', { 'x-forwarded-for': '203.0.113.7' }), 'addr:127.0.0.2');
+    const a = await listenFrom(url, '127.0.0.2', { 'x-forwarded-for': '203.0.113.1' });
+    const b = await listenFrom(url, '127.0.0.2', { 'x-forwarded-for': '203.0.113.2' });
     await a.until(superseded, 3000, 'the first listen superseded: both are 127.0.0.2');
     a.destroy();
     b.destroy();
-  } finally {
-    await server.close();
-  }
+  });
 });
 
 test('behind a trusted proxy, what a client writes in X-Forwarded-For itself is ignored beyond the trusted hops', async () => {

@@ -34,6 +34,16 @@ export async function startEndpoint(options: Partial<McpEndpointOptions> = {}): 
   };
 }
 
+/** Runs `body` against a fresh {@link startEndpoint} server with `options`; always closes it. */
+export async function withEndpoint(options: Partial<McpEndpointOptions>, body: (server: TestServer) => Promise<void>): Promise<void> {
+  const server = await startEndpoint(options);
+  try {
+    await body(server);
+  } finally {
+    await server.close();
+  }
+}
+
 export const LISTEN_HEADERS = Object.freeze({
   'content-type': 'application/json',
   accept: 'application/json, text/event-stream',
