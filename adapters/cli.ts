@@ -289,7 +289,6 @@ async function serve(argv: string[]): Promise<void> {
   const { startReferenceServer } = await import('./reference/server.js');
   const server = await startReferenceServer(options as ReferenceServerOptions);
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  say(`mcp-rx-streams listening on ${server.url}`);
   const closers: (() => Promise<void>)[] = [() => server.close()];
   let stopping = false;
   const stop = (code: number) => {
@@ -300,8 +299,11 @@ async function serve(argv: string[]): Promise<void> {
       () => process.exit(1),
     );
   };
+  // Before the line that says the server is up: a supervisor (or a test) that stops the server as
+  // soon as it reads it must find the handler, not the default action that kills the process.
   process.once('SIGINT', () => stop(0));
   process.once('SIGTERM', () => stop(0));
+  say(`mcp-rx-streams listening on ${server.url}`);
 
   const metricsPort = values.get('metrics-port') as number | undefined;
   if (metricsPort !== undefined) {
