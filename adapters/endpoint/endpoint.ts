@@ -195,9 +195,10 @@ export class McpEndpoint {
    *   connection's peer) is replaced by the client's address before anything reads it.
    * @returns a description the adapter writes; never rejects.
    */
-  async handle(request: EndpointRequest): Promise<EndpointResponse> {
-    const response = await this.#answer(request);
-    return this.#cors === undefined ? response : this.#cors.apply(request, response);
+  handle(request: EndpointRequest): Promise<EndpointResponse> {
+    const answer = this.#answer(request);
+    const cors = this.#cors;
+    return cors === undefined ? answer : answer.then((response) => cors.apply(request, response));
   }
 
   async #answer(request: EndpointRequest): Promise<EndpointResponse> {
