@@ -103,6 +103,8 @@ export type { McpEndpointOptions } from './adapters/endpoint/options.js';
 export { acceptsEventStream, JSON_HEADERS, SSE_HEADERS } from './adapters/endpoint/responses.js';
 export type { EndpointResponse } from './adapters/endpoint/responses.js';
 export { localhostHosts } from './adapters/endpoint/hostCheck.js';
+export type { TrustProxy } from './adapters/endpoint/clientAddress.js';
+export type { CorsOrigins } from './adapters/endpoint/cors.js';
 export { DEFAULT_SESSION_OPTIONS, resolveSessionOptions } from './adapters/endpoint/legacy/sessionOptions.js';
 export type { SessionOptions } from './adapters/endpoint/legacy/sessionOptions.js';
 export { RestoreError } from './adapters/endpoint/legacy/subscribe.js';

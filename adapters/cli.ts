@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError, McpRxError } from '../lib/errors.js';
+import { clientAddress } from './endpoint/clientAddress.js';
+import { corsPolicy, type CorsOrigins } from './endpoint/cors.js';
 import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
 import { DEFAULT_CAPACITY_RETRY_AFTER, DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
 import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
@@ -90,6 +92,33 @@ function nodeId(text: string, flag: string): string {
   return text;
 }
 
+/** `--trust-proxy`: a hop count, or a comma-separated list of proxy addresses and ranges. */
+function trustProxy(text: string, flag: string): number | string[] {
+  if (/^\d+$/.test(text)) return integer(0, Number.MAX_SAFE_INTEGER, 'proxy hops')(text, flag);
+  const list = text.split(',').map((entry) => entry.trim());
+  try {
+    clientAddress(list);
+  } catch (error) {
+    if (!(error instanceof InvalidOptionError)) throw error;
+    throw new UsageError(
+      `--${flag} must be a number of proxy hops or a comma-separated list of proxy addresses, CIDR ranges, loopback, linklocal or uniquelocal, got ${JSON.stringify(text)}`,
+    );
+  }
+  return list;
+}
+
+/** `--cors-origins`: `*`, or a comma-separated list of origins. */
+function corsOrigins(text: string, flag: string): CorsOrigins {
+  const origins = text === '*' ? '*' : text.split(',').map((entry) => entry.trim());
+  try {
+    corsPolicy(origins, { authenticates: false, methods: 'POST' });
+  } catch (error) {
+    if (!(error instanceof InvalidOptionError)) throw error;
+    throw new UsageError(`--${flag} must be * or a comma-separated list of origins (https://app.example) or host names (localhost), got ${JSON.stringify(text)}`);
+  }
+  return origins;
+}
+
 const HELP: Flag = { name: 'help', short: 'h', description: 'print this help and exit' };
 
 const SERVE_FLAGS: readonly Flag[] = [
@@ -133,6 +162,22 @@ const SERVE_FLAGS: readonly Flag[] = [
   { name: 'node-id', value: 'ID', default: 'a random UUID', description: "this node's name in the fleet (no whitespace, no \":\"); only with --redis", parse: nodeId },
   { name: 'watch-lease-ttl', value: 'MS', unit: 'milliseconds', default: '5000', description: 'how long the folder-watch lease outlives its holder; only with --redis', parse: milliseconds(30) },
   { name: 'redis-timeout', value: 'MS', unit: 'milliseconds', default: 'none (wait for ever)', description: 'give up with exit code 1 when Redis has not answered for this long after start; only with --redis', parse: milliseconds() },
+  {
+    name: 'trust-proxy',
+    value: 'PROXIES',
+    unit: 'proxy hops, or addresses',
+    default: 'none (X-Forwarded-For is ignored; the client is the connection\'s peer)',
+    description:
+      'the reverse proxies in front whose X-Forwarded-For names the client (its address is the anonymous principal): a hop count (1 = one proxy, the only way in), or a comma-separated list of their addresses, CIDR ranges, loopback, linklocal, uniquelocal',
+    parse: trustProxy,
+  },
+  {
+    name: 'cors-origins',
+    value: 'ORIGINS',
+    default: 'none (no CORS: pages on other origins cannot call the server)',
+    description: 'browser pages that may call the server from another origin: a comma-separated list of origins (https://app.example) or host names (localhost), or * for any page (not with --token-secret)',
+    parse: corsOrigins,
+  },
   { name: 'metrics-port', value: 'N', unit: 'TCP port, 0 = any free one', default: 'off', description: 'serve Prometheus metrics on http://HOST:N/metrics (needs the prom-client package)', parse: port },
   HELP,
 ];
@@ -225,6 +270,9 @@ async function serve(argv: string[]): Promise<void> {
   for (const flag of SERVE_FLAGS) {
     if (values.has(flag.name) && !CLI_ONLY.has(flag.name)) options[flag.option ?? camel(flag.name)] = values.get(flag.name);
   }
+  if (values.get('cors-origins') === '*' && values.has('token-secret')) {
+    throw new UsageError('--cors-origins * cannot go with --token-secret: list the origins of the pages that may send tokens');
+  }
   const redis = values.get('redis') as string | undefined;
   if (redis === undefined) {
     const orphan = FLEET_ONLY.find((name) => values.has(name));
@@ -242,7 +290,6 @@ async function serve(argv: string[]): Promise<void> {
   const { startReferenceServer } = await import('./reference/server.js');
   const server = await startReferenceServer(options as ReferenceServerOptions);
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  say(`mcp-rx-streams listening on ${server.url}`);
   const closers: (() => Promise<void>)[] = [() => server.close()];
   let stopping = false;
   const stop = (code: number) => {
@@ -253,8 +300,11 @@ async function serve(argv: string[]): Promise<void> {
       () => process.exit(1),
     );
   };
+  // Before the line that says the server is up: a supervisor (or a test) that stops the server as
+  // soon as it reads it must find the handler, not the default action that kills the process.
   process.once('SIGINT', () => stop(0));
   process.once('SIGTERM', () => stop(0));
+  say(`mcp-rx-streams listening on ${server.url}`);
 
   const metricsPort = values.get('metrics-port') as number | undefined;
   if (metricsPort !== undefined) {

@@ -9,7 +9,11 @@ export interface EndpointRequest {
   readonly method: string;
   /** Reads a request header by lower-case name; several values joined with `, `. */
   readonly header: (name: string) => string | undefined;
-  /** The client's address (for the anonymous principal's bucket). */
+  /**
+   * The client's address (for the anonymous principal's bucket): the connection's peer, as the
+   * adapter sees it. Behind reverse proxies the endpoint's `trustProxy` option replaces it with the
+   * client's address from the trusted hops of `X-Forwarded-For`, before the endpoint or a hook reads it.
+   */
   readonly remoteAddress: string | undefined;
   /** The raw body, or a value a framework already parsed (e.g. Express `req.body`). */
   readonly body: AsyncIterable<Uint8Array> | string | Uint8Array | ParsedBody | undefined;

@@ -1,42 +1,74 @@
 // The first step of `npm test`: gets what the default run needs beyond node_modules, saying what it
 // does, so that a fresh machine runs every spec instead of failing some of them for a missing tool.
-//   1. redis-server: the Redis specs (spec/redis/) start their own on a free loopback port. When it
-//      is missing, Debian's package is installed if this is root with apt-get; otherwise the run
-//      stops at once with the one command to run.
-//   2. the official conformance runner (spec/conformance.spec.ts), fetched once with progress by
+//   1. redis-server: the Redis specs (spec/redis/) start their own on a free loopback port.
+//   2. chromium: the browser spec (spec/browser.spec.ts) drives Debian's headless Chromium with
+//      puppeteer-core (which downloads no browser of its own). CHROMIUM_PATH names another binary.
+//   Either one, when missing, is installed from Debian's package if this is root with apt-get;
+//   otherwise the run stops at once with the one command to run.
+//   3. the official conformance runner (spec/conformance.spec.ts), fetched once with progress by
 //      scripts/conformance-install.mjs.
 // Exit code 0 when everything is there, 1 otherwise.
+import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 
 const say = (line) => process.stderr.write(`test setup: ${line}\n`);
 const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
 const run = (command, args, env = process.env) => spawnSync(command, args, { stdio: ['ignore', 'inherit', 'inherit'], env }).status === 0;
 
-function ensureRedis() {
-  if (has('redis-server')) return true;
+let aptUpdated = false;
+
+/**
+ * Makes sure `found()` holds, installing Debian's package `pkg` with apt-get when it does not and
+ * this is root; otherwise says what to run. `others` are the install commands of other systems.
+ */
+function ensurePackage({ what, pkg, why, found, others, after }) {
+  if (found()) return true;
   const root = process.getuid?.() === 0;
   if (root && has('apt-get')) {
-    say("redis-server is missing (the Redis specs need it): installing Debian's redis-server package with apt-get");
+    say(`${what} is missing and ${why}: installing Debian's ${pkg} package with apt-get`);
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const ok =
-      run('apt-get', ['update', '-q'], env) && run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'redis-server'], env);
-    if (!ok || !has('redis-server')) {
-      say('apt-get could not install redis-server (above); install it and run npm test again');
+      (aptUpdated || (aptUpdated = run('apt-get', ['update', '-q'], env))) &&
+      run('apt-get', ['install', '-y', '-q', '--no-install-recommends', pkg], env);
+    if (!ok || !found()) {
+      say(`apt-get could not install ${pkg} (above); install it and run npm test again`);
       return false;
     }
-    // The package may start a system-wide server on :6379; the specs start their own and need none of it.
-    if (has('service')) spawnSync('service', ['redis-server', 'stop'], { stdio: 'ignore' });
+    after?.();
     return true;
   }
   const command = has('apt-get')
-    ? 'sudo apt-get install -y redis-server'
-    : has('brew')
-      ? 'brew install redis'
-      : has('dnf')
-        ? 'sudo dnf install -y redis'
-        : "your system's package manager's redis-server (Redis 6 or later)";
-  say(`redis-server is missing; the Redis specs (spec/redis/) need it. Install it with:\n\n    ${command}\n\nthen run npm test again.`);
+    ? `sudo apt-get install -y ${pkg}`
+    : (Object.entries(others).find(([manager]) => has(manager))?.[1] ?? others.otherwise);
+  say(`${what} is missing; ${why}. Install it with:\n\n    ${command}\n\nthen run npm test again.`);
   return false;
+}
+
+const ensureRedis = () =>
+  ensurePackage({
+    what: 'redis-server',
+    pkg: 'redis-server',
+    why: 'the Redis specs (spec/redis/) need it',
+    found: () => has('redis-server'),
+    others: { brew: 'brew install redis', dnf: 'sudo dnf install -y redis', otherwise: "your system's package manager's redis-server (Redis 6 or later)" },
+    // The package may start a system-wide server on :6379; the specs start their own and need none of it.
+    after: () => has('service') && spawnSync('service', ['redis-server', 'stop'], { stdio: 'ignore' }),
+  });
+
+function ensureChromium() {
+  const given = process.env.CHROMIUM_PATH;
+  if (given) {
+    if (existsSync(given)) return true;
+    say(`CHROMIUM_PATH=${given}: no such file (the browser spec runs it); unset it to use Debian's chromium`);
+    return false;
+  }
+  return ensurePackage({
+    what: 'chromium',
+    pkg: 'chromium',
+    why: 'the browser spec (spec/browser.spec.ts) runs it headless',
+    found: () => has('chromium'),
+    others: { brew: 'brew install --cask chromium (then CHROMIUM_PATH=<its binary> npm test)', dnf: 'sudo dnf install -y chromium', otherwise: "your system's Chromium, then CHROMIUM_PATH=<its binary> npm test" },
+  });
 }
 
 function ensureConformanceRunner() {
@@ -45,4 +77,4 @@ function ensureConformanceRunner() {
   return status === 0;
 }
 
-if (!ensureRedis() || !ensureConformanceRunner()) process.exit(1);
+if (!ensureRedis() || !ensureChromium() || !ensureConformanceRunner()) process.exit(1);

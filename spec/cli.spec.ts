@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
+import { LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
+import { send } from './helpers/legacy.js';
 import { startRedis } from './helpers/redis.js';
 
 const CLI = fileURLToPath(new URL('../dist/adapters/cli.js', import.meta.url));
@@ -74,7 +76,7 @@ test('serve --help: every flag on one line with a description; value flags with 
   assert.equal(await run.exited, 0);
   const help = run.out();
   const flags = flagsOf(help);
-  for (const expected of ['dir', 'demo', 'port', 'host', 'token-secret', 'keep-alive-interval', 'listen-idle-timeout', 'max-stream-lifetime', 'listen-max-queue', 'listen-max-queue-bytes', 'close-notice', 'max-listens-per-principal', 'max-streams', 'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'metrics-port', 'max-read-bytes']) {
+  for (const expected of ['dir', 'demo', 'port', 'host', 'token-secret', 'keep-alive-interval', 'listen-idle-timeout', 'max-stream-lifetime', 'listen-max-queue', 'listen-max-queue-bytes', 'close-notice', 'max-listens-per-principal', 'max-streams', 'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'metrics-port', 'max-read-bytes', 'trust-proxy', 'cors-origins']) {
     assert.ok(flags.includes(expected), `--${expected} missing from serve --help:\n${help}`);
   }
   for (const line of help.split('\n').filter((text) => /^ {2}(-\w, )?--/.test(text))) {
@@ -137,6 +139,75 @@ test('serve --dir that does not exist: exit code 2 naming it, nothing created; w
   } finally {
     await rm(root, { recursive: true, force: true });
   }
+});
+
+/** Starts `serve --port 0 --demo` in a temp directory with `args`; `body` gets its URL. Always stops it. */
+async function serving(args: string[], body: (url: string) => Promise<void>): Promise<void> {
+  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-serve-'));
+  const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', ...args]);
+  try {
+    await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
+    await body(/^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!);
+    run.child.kill('SIGTERM');
+    assert.equal(await run.exited, 0, run.err());
+  } finally {
+    run.child.kill('SIGKILL');
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/** Runs `serve` with `args`, which it must refuse: exit code 2 and one line starting with `start`. */
+async function refused(args: string[], start: string): Promise<void> {
+  const run = cli(['serve', '--port', '0', '--demo', ...args]);
+  assert.equal(await run.exited, 2, `${args.join(' ')}: ${run.err()}`);
+  assert.equal(run.err().split('\n').filter(Boolean).length, 1, run.err());
+  assert.ok(run.err().startsWith(`mcp-rx-streams: ${start}`), run.err());
+}
+
+test('serve --trust-proxy: a hop count or proxy addresses; anything else (true too) is one line naming the flag, exit code 2', async () => {
+  const values = ['true', 'bogus', '10.0.0.0/33', '-1', '1.5', 'loopback,', ','];
+  await Promise.all(values.map((value) => refused([`--trust-proxy=${value}`], '--trust-proxy must be a number of proxy hops')));
+});
+
+test('serve --trust-proxy 1 reaches the endpoint: clients forwarded by the proxy are principals of their own', async () => {
+  await serving(['--trust-proxy', '1', '--max-listens-per-principal', '1'], async (url) => {
+    const open = async (client: string) => {
+      const conn = await SseConnection.open(url, listenBody(1, { toolsListChanged: true }), { ...LISTEN_HEADERS, 'x-forwarded-for': client });
+      await conn.until((c) => c.messages.length >= 1, 3000, 'the acknowledgment');
+      return conn;
+    };
+    const a = await open('203.0.113.1');
+    const b = await open('203.0.113.2');
+    const again = await open('203.0.113.1');
+    await a.until((c) => c.text.includes('"reason":"superseded"'), 3000, "203.0.113.1's first listen superseded by its second");
+    assert.doesNotMatch(b.text, /superseded/);
+    for (const conn of [a, b, again]) conn.destroy();
+  });
+});
+
+test('serve --cors-origins: * or origins; anything else, or * with --token-secret, is one line naming the flag, exit code 2', async () => {
+  const values = ['https://app.example/', 'https://app.example/path', 'app example', '*,https://app.example', '*.example', ','];
+  await Promise.all([
+    ...values.map((value) => refused([`--cors-origins=${value}`], '--cors-origins must be * or a comma-separated list of origins')),
+    refused(['--cors-origins', '*', '--token-secret', 'secret'], '--cors-origins * cannot go with --token-secret'),
+  ]);
+});
+
+test('serve --cors-origins reaches the endpoint: a listed page is answered with CORS and passes the loopback Origin check', async () => {
+  const preflight = async (url: string) =>
+    send(url, 'OPTIONS', { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
+  await serving([], async (url) => {
+    assert.equal((await preflight(url)).status, 403, 'without the flag a foreign Origin is refused on loopback');
+  });
+  await serving(['--cors-origins', 'https://app.example, http://localhost:5173'], async (url) => {
+    const answer = await preflight(url);
+    assert.equal(answer.status, 204);
+    assert.equal(answer.headers['access-control-allow-origin'], 'https://app.example');
+    assert.equal(answer.headers['access-control-allow-methods'], 'POST, GET, DELETE');
+    const refused = await send(url, 'OPTIONS', { origin: 'https://evil.example', 'access-control-request-method': 'POST' });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.headers['access-control-allow-origin'], undefined);
+  });
 });
 
 /** Opens a listen stream for tools changes and resolves with the status and first frame's text. */

@@ -18,6 +18,8 @@ import { ResourceAccess } from './authorize.js';
 import { readJson } from './body.js';
 import { discoverResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
+import { type ClientAddress, withClientAddress } from './clientAddress.js';
+import type { CorsPolicy } from './cors.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { listenPlans, reportDrop } from '../../operators/listenPipeline.js';
@@ -78,6 +80,8 @@ export class McpEndpoint {
   readonly #legacy: LegacySessions | undefined;
   readonly #allowDelete: boolean;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  readonly #cors: CorsPolicy | undefined;
+  readonly #clientAddress: ClientAddress | undefined;
   readonly #scheduler: SchedulerLike;
   /** Milliseconds a client refused for capacity is told to wait (see {@link McpEndpointOptions.capacityRetryAfter}). */
   readonly #capacityRetryAfter: number;
@@ -105,6 +109,8 @@ export class McpEndpoint {
     this.#scheduler = resolved.scheduler;
     this.#options = options;
     this.#hostCheck = resolved.hostCheck;
+    this.#cors = resolved.cors;
+    this.#clientAddress = resolved.clientAddress;
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
     // One decision for both eras: a listen and a legacy subscribe ask the same providers and hooks.
@@ -201,12 +207,20 @@ export class McpEndpoint {
 
   /**
    * Answers one HTTP request.
-   * @param request the adapter's view of the request.
+   * @param request the adapter's view of the request; with `trustProxy`, its `remoteAddress` (the
+   *   connection's peer) is replaced by the client's address before anything reads it.
    * @returns a description the adapter writes; never rejects.
    */
-  async handle(request: EndpointRequest): Promise<EndpointResponse> {
+  handle(request: EndpointRequest): Promise<EndpointResponse> {
+    const answer = this.#answer(request);
+    const cors = this.#cors;
+    return cors === undefined ? answer : answer.then((response) => cors.apply(request, response));
+  }
+
+  async #answer(request: EndpointRequest): Promise<EndpointResponse> {
     try {
-      return await this.#handle(request);
+      const resolve = this.#clientAddress;
+      return await this.#handle(resolve === undefined ? request : withClientAddress(request, resolve));
     } catch (error) {
       if (error instanceof HttpError) return jsonError(error.status, error.id, error.rpc, error.headers);
       // An HTTP 500 is a bug: answer the JSON-RPC internal error instead, keep the process up, and
@@ -220,6 +234,7 @@ export class McpEndpoint {
     // DNS rebinding: a foreign Host or Origin is refused before anything else.
     const refused = this.#hostCheck?.(request);
     if (refused !== undefined) return jsonError(403, null, new JsonRpcError(ErrorCode.InvalidRequest, refused));
+    if (request.method === 'OPTIONS' && this.#cors !== undefined) return this.#cors.preflight(request);
     const legacy = this.#legacy;
     // MCP 2025-06-18 (transports): "If the server receives a request with an invalid or unsupported
     // MCP-Protocol-Version, it MUST respond with 400 Bad Request." Judged before anything else.

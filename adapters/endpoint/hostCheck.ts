@@ -35,19 +35,27 @@ export function hostCheck(
       }
     }
     const origin = request.header('origin')?.toLowerCase();
-    if (origins !== undefined && origin !== undefined) {
-      let name: string | undefined;
-      try {
-        name = new URL(origin).host;
-      } catch {
-        name = undefined;
-      }
-      if (!origins.some((entry) => entry === origin || (name !== undefined && (entry === name || entry === hostName(name))))) {
-        return `forbidden: Origin ${JSON.stringify(origin)} is not allowed`;
-      }
+    if (origins !== undefined && origin !== undefined && !originListed(origins, origin)) {
+      return `forbidden: Origin ${JSON.stringify(origin)} is not allowed`;
     }
     return undefined;
   };
+}
+
+/**
+ * Whether `origin` (lower case) is one of `entries` (lower case), as `allowedOrigins` and
+ * `corsOrigins` match: an entry with a scheme (`https://app.example`) exactly, one without
+ * (`localhost`, `app.example:8443`) the host name on any scheme and port, or that host and port.
+ * @internal
+ */
+export function originListed(entries: readonly string[], origin: string): boolean {
+  let name: string | undefined;
+  try {
+    name = new URL(origin).host;
+  } catch {
+    name = undefined;
+  }
+  return entries.some((entry) => entry === origin || (name !== undefined && (entry === name || entry === hostName(name))));
 }
 
 /** `host:port` → `host`; `[::1]:80` → `[::1]`. */

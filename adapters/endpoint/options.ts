@@ -12,6 +12,8 @@ import type { EventLog } from '../../lib/replayBuffer.js';
 import type { hubResources, ResourceProvider } from '../../lib/resources.js';
 import type { MemorySessionStore, SessionBus, SessionStore } from '../../lib/session.js';
 import type { StreamSlots } from '../../lib/slots.js';
+import { clientAddress, type ClientAddress, type TrustProxy } from './clientAddress.js';
+import { corsPolicy, originsWithCors, type CorsOrigins, type CorsPolicy } from './cors.js';
 import { DEFAULT_SERVER_INFO } from './discover.js';
 import { hostCheck, type localhostHosts } from './hostCheck.js';
 import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOptions.js';
@@ -93,9 +95,38 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   /**
    * The accepted `Origin` header values: an entry with a scheme (`https://app.example`) matches
    * exactly, one without (`localhost`) matches that host name on any scheme and port. A request
-   * with another Origin gets HTTP 403; one without Origin (not a browser) passes. Default: no check.
+   * with another Origin gets HTTP 403; one without Origin (not a browser) passes. The `corsOrigins`
+   * entries are accepted too. Default: no check.
    */
   readonly allowedOrigins?: readonly string[];
+  /**
+   * CORS: the origins of the browser pages that may call the endpoint from another origin,
+   * matched as `allowedOrigins` entries (`https://app.example` exactly; `localhost` that host on any
+   * scheme and port), or `'*'` for every page (refused with `authenticate`: a server that tells
+   * callers apart names the pages it serves). An `OPTIONS` preflight is answered 204 with the
+   * methods, every MCP request header and `Access-Control-Max-Age: 7200`; every answer (JSON,
+   * SSE, errors) to an allowed origin carries `Access-Control-Allow-Origin` (the origin itself,
+   * or `*`) and exposes `Mcp-Session-Id` and `WWW-Authenticate`; every answer says `Vary: Origin`.
+   * Another origin gets no CORS headers, so its page cannot read the answer. With `allowedOrigins`
+   * too, the listed origins pass the DNS-rebinding check, and `'*'` answers only the origins it
+   * accepts (the others keep their 403). No cookies (`Access-Control-Allow-Credentials` is never
+   * sent): a page sends its credentials in `Authorization`. Default: none (no CORS; `OPTIONS` gets
+   * 405).
+   */
+  readonly corsOrigins?: CorsOrigins;
+  /**
+   * The reverse proxies in front of the server whose `X-Forwarded-For` says who the client is: a
+   * number of hops (`1`: exactly one proxy, and the server cannot be reached past it), or the
+   * proxies' addresses and CIDR ranges (`['loopback', '10.0.0.0/8']`, or one comma-separated
+   * string; also `linklocal`, `uniquelocal`), or a function `(address, hop) => boolean` (see
+   * {@link TrustProxy}). The client's address, what anonymous principals are bucketed by and what
+   * hooks see as `request.remoteAddress`, is then the nearest address along the path that is not a
+   * trusted proxy; an entry ahead of the trusted hops (one the client wrote itself) is never used.
+   * `X-Forwarded-For` only: RFC 7239 `Forwarded` is not read. `true` (trust every hop) is refused:
+   * it would let each client choose its own principal. Default: none (the client is the
+   * connection's peer and `X-Forwarded-For` is ignored).
+   */
+  readonly trustProxy?: TrustProxy;
   /** Serve the legacy era (2025-03-26 / 2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
   readonly legacy?: boolean;
   /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
@@ -163,7 +194,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'capacityRetryAfter',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
-  'maxSessionsPerPrincipal', 'reconnectDelay',
+  'maxSessionsPerPrincipal', 'reconnectDelay', 'corsOrigins', 'trustProxy',
 ]);
 
 /**
@@ -183,6 +214,10 @@ export interface ResolvedEndpointOptions {
   readonly scheduler: SchedulerLike;
   /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
   readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
+  /** The `corsOrigins` policy, absent without it. */
+  readonly cors: CorsPolicy | undefined;
+  /** The client address from trusted proxies (`trustProxy`), absent when none is trusted. */
+  readonly clientAddress: ClientAddress | undefined;
   readonly sessionOptions: Readonly<SessionOptions>;
   readonly serverInfo: ServerInfo;
   readonly extraCapabilities: Readonly<Record<string, unknown>>;
@@ -207,7 +242,6 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
   const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
   const capacityRetryAfter = options.capacityRetryAfter === undefined ? DEFAULT_CAPACITY_RETRY_AFTER : milliseconds('capacityRetryAfter', options.capacityRetryAfter);
   const scheduler = options.scheduler ?? asyncScheduler;
-  const check = hostCheck(options.allowedHosts, options.allowedOrigins);
   const sessionOptions = resolveSessionOptions({
     sessionIdleTimeout: options.sessionIdleTimeout,
     sessionGracePeriod: options.sessionGracePeriod,
@@ -221,6 +255,9 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     reconnectDelay: options.reconnectDelay,
   });
   if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
+  const methods = options.legacy === false ? 'POST' : sessionOptions.allowClientSessionDelete ? 'POST, GET, DELETE' : 'POST, GET';
+  const cors = corsPolicy(options.corsOrigins, { authenticates: options.authenticate !== undefined, methods, allowedOrigins: options.allowedOrigins });
+  const check = hostCheck(options.allowedHosts, originsWithCors(options.allowedOrigins, options.corsOrigins));
   if (options.resourceProviders !== undefined && !Array.isArray(options.resourceProviders)) {
     throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', options.resourceProviders);
   }
@@ -238,6 +275,8 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     capacityRetryAfter,
     scheduler,
     hostCheck: check,
+    cors,
+    clientAddress: clientAddress(options.trustProxy),
     sessionOptions,
     serverInfo: options.serverInfo ?? DEFAULT_SERVER_INFO,
     extraCapabilities: options.extraCapabilities ?? {},

@@ -7,6 +7,8 @@ import type { Subscription } from 'rxjs';
 import { AuthError, type AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/context.js';
 import { McpEndpoint } from '../endpoint/endpoint.js';
+import type { TrustProxy } from '../endpoint/clientAddress.js';
+import type { CorsOrigins } from '../endpoint/cors.js';
 import { localhostHosts } from '../endpoint/hostCheck.js';
 import { Hub, type HubEvent } from '../../lib/hub.js';
 import { InvalidOptionError } from '../../lib/errors.js';
@@ -65,6 +67,17 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
    * fleet's parts settle when Redis answers). Defaults to 10 000. Only with `redis`.
    */
   readonly redisConnectTimeout?: number;
+  /**
+   * The reverse proxies in front whose `X-Forwarded-For` names the client (a hop count, or their
+   * addresses and CIDR ranges); see `McpEndpointOptions.trustProxy`. Default: none (the header is ignored).
+   */
+  readonly trustProxy?: TrustProxy;
+  /**
+   * The origins of browser pages that may call the server across origins, or `'*'` (not with
+   * `tokenSecret`); see `McpEndpointOptions.corsOrigins`. On a loopback `host` they also pass the
+   * foreign-Origin check. Default: none (no CORS).
+   */
+  readonly corsOrigins?: CorsOrigins;
 }
 
 /** The Redis parts of a reference server running as a fleet node (`redis` option). */
@@ -129,7 +142,7 @@ export interface ReferenceServer {
  * @param options see {@link ReferenceServerOptions}.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, ...limits } = options;
+  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, ...limits } = options;
   if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
     throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
   }
@@ -179,6 +192,8 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
       // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
       resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead, templates: () => fileTemplates(files) })],
       ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
+      trustProxy,
+      corsOrigins,
     });
   } catch (error) {
     return abort(error);

@@ -34,6 +34,16 @@ export async function startEndpoint(options: Partial<McpEndpointOptions> = {}): 
   };
 }
 
+/** Runs `body` against a fresh {@link startEndpoint} server with `options`; always closes it. */
+export async function withEndpoint(options: Partial<McpEndpointOptions>, body: (server: TestServer) => Promise<void>): Promise<void> {
+  const server = await startEndpoint(options);
+  try {
+    await body(server);
+  } finally {
+    await server.close();
+  }
+}
+
 export const LISTEN_HEADERS = Object.freeze({
   'content-type': 'application/json',
   accept: 'application/json, text/event-stream',
@@ -119,9 +129,10 @@ export class SseConnection extends ArrivingText {
     });
   }
 
-  static open(url: string, body: string, headers: Record<string, string> = { ...LISTEN_HEADERS }): Promise<SseConnection> {
+  /** POSTs `body`; `options` adds to the request's (`localAddress`: the loopback address it comes from). */
+  static open(url: string, body: string, headers: Record<string, string> = { ...LISTEN_HEADERS }, options: http.RequestOptions = {}): Promise<SseConnection> {
     return new Promise((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', headers, agent: false }, (res) => resolve(new SseConnection(req, res)));
+      const req = http.request(url, { ...options, method: 'POST', headers, agent: false }, (res) => resolve(new SseConnection(req, res)));
       req.on('error', reject);
       req.end(body);
     });

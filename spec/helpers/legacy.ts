@@ -16,10 +16,10 @@ export interface Reply {
   readonly json: any;
 }
 
-/** Any request (GET, POST, DELETE…); resolves with the whole response. */
-export function send(url: string, method: string, headers: Record<string, string>, body?: string): Promise<Reply> {
+/** Any request (GET, POST, DELETE…); resolves with the whole response. `options` adds to the request's (`localAddress`). */
+export function send(url: string, method: string, headers: Record<string, string>, body?: string, options: http.RequestOptions = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent: false }, (res) => {
+    const req = http.request(url, { ...options, method, headers, agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
