@@ -36,7 +36,8 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody
  * 403, 404, 405, 406, 413, 503…) says `Connection: close`, and node ends the connection once the
  * answer is out, instead of reading and discarding the rest of the body for as long as the client
  * trickles it (see {@link answerHeaders}). A request whose body has arrived keeps its keep-alive
- * connection, read or not.
+ * connection, read or not. Every `Host` line reaches the endpoint (node's `req.headers` keeps only
+ * the first), which answers two with 400.
  *
  * @example
  * import http from 'node:http';
@@ -63,6 +64,8 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
     const request: EndpointRequest = {
       method: req.method ?? 'GET',
       header: (name) => {
+        // node keeps only the first Host line: the endpoint must see them all to refuse two.
+        if (name === 'host') return fieldValues(req.rawHeaders, name);
         const value = req.headers[name];
         return Array.isArray(value) ? value.join(', ') : value;
       },
@@ -89,6 +92,20 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
       () => res.destroy(),
     );
   };
+}
+
+/**
+ * Every value of the header `name` (lower case) in `rawHeaders`, joined with `, ` as Fetch
+ * `Headers.get` joins them; `undefined` when there is none. For a header whose later lines node
+ * drops from `req.headers` (Host, Authorization, Content-Type…).
+ */
+function fieldValues(rawHeaders: readonly string[], name: string): string | undefined {
+  let joined: string | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const field = rawHeaders[i]!;
+    if (field.length === name.length && field.toLowerCase() === name) joined = joined === undefined ? rawHeaders[i + 1]! : `${joined}, ${rawHeaders[i + 1]!}`;
+  }
+  return joined;
 }
 
 /**
