@@ -122,9 +122,9 @@ function fieldValues(rawHeaders: readonly string[], name: string): string | unde
  * @param req the request being answered.
  * @param headers the response's own headers (not modified).
  * @internal also for the answers a server around {@link nodeHandler} writes itself (the
- *   reference server's 404, the CLI's metrics).
+ *   reference server's 404, the CLI's metrics, the SDK router's answers).
  */
-export function answerHeaders(req: IncomingMessage, headers: Readonly<Record<string, string | number>>): Readonly<Record<string, string | number>> {
+export function answerHeaders<H extends Readonly<Record<string, string | number | readonly string[]>>>(req: IncomingMessage, headers: H): H {
   return bodyPending(req) ? { ...headers, Connection: 'close' } : headers;
 }
 

@@ -19,11 +19,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
+import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { test } from 'uvu';
 import { localhostHosts } from '../adapters/endpoint/hostCheck.js';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import { startReferenceServer } from '../adapters/reference/server.js';
+import { HubEventBus, sdkRouter } from '../adapters/sdk/index.js';
 import { webHandler } from '../adapters/web.js';
 import { mcpApp } from '../examples/hono.js';
 import { AuthError } from '../lib/auth.js';
@@ -52,6 +54,9 @@ function closingJson(statusLine: string, body: unknown, extra: readonly (readonl
   const headers = [['Content-Type', 'application/json'], ...extra, ['Content-Length', String(Buffer.byteLength(text))], ['Connection', 'close'], ['Date', '<date>']];
   return `HTTP/1.1 ${statusLine}\r\n${headers.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${text}`;
 }
+
+/** `text` as the one chunk of a chunked body, then the last chunk. */
+const chunked = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n0\r\n\r\n`;
 
 const rpcError = (code: number, message: string, id: number | null = null) => ({ jsonrpc: '2.0', id, error: { code, message } });
 
@@ -262,6 +267,42 @@ test('webHandler on @hono/node-server: an early answer closes the connection at 
   }
 });
 
+test('sdkRouter (node face): answers the router or the SDK gives before the body arrived close the connection', async () => {
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({ hub, bodyTimeout: 60_000 });
+  const sdk: McpHttpHandler = createMcpHandler(() => new McpServer({ name: 'unread', version: '0.0.0' }), { bus: new HubEventBus(hub) });
+  const router = sdkRouter({ endpoint, sdk, maxBodyBytes: 1000 });
+  const server = http.createServer({ requestTimeout: 0 }, (req, res) => router.node(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  try {
+    // The router's own refusal of a declared size over its maxBodyBytes.
+    await assertClosesEarly(
+      port,
+      'sdkRouter 413',
+      declaring('POST', '/mcp', { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }),
+      'HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\nConnection: close\r\nDate: <date>\r\nTransfer-Encoding: chunked\r\n\r\n' +
+        chunked(JSON.stringify(rpcError(-32600, 'request body exceeds 1000 bytes'))),
+    );
+    // Requests the router hands to the SDK unread (not JSON, not POST): whatever the SDK answers.
+    for (const [label, method, headers] of [
+      ['a POST that is not JSON', 'POST', { 'Content-Type': 'text/plain', Accept: 'application/json, text/event-stream' }],
+      ['a PUT', 'PUT', { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }],
+    ] as const) {
+      const { text, closed } = await answeredEarly(port, declaring(method, '/mcp', headers));
+      assert.match(text, /^HTTP\/1\.1 4\d\d /, label);
+      assert.match(text, /\r\nConnection: close\r\n/, label);
+      assert.ok(closed, `${label}: the connection is still open ${PROMPT_MS} ms after the answer`);
+    }
+  } finally {
+    endpoint.close();
+    await sdk.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    hub.close();
+  }
+});
+
 // The reference server and the CLI answer some requests themselves.
 
 test('reference server: its own 404 and the endpoint early answers close the connection (requestTimeout 0)', async () => {
@@ -274,7 +315,7 @@ test('reference server: its own 404 and the endpoint early answers close the con
       port,
       'reference 404',
       declaring('POST', '/other', { 'Content-Type': 'application/json' }),
-      `HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\nDate: <date>\r\nTransfer-Encoding: chunked\r\n\r\n${notFound.length.toString(16)}\r\n${notFound}\r\n0\r\n\r\n`,
+      `HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\nDate: <date>\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(notFound)}`,
     );
     await assertClosesEarly(
       port,
@@ -310,7 +351,7 @@ test('CLI serve --metrics-port: the metrics server closes connections it answers
       port,
       'metrics 404',
       declaring('POST', '/other', {}),
-      `HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\nDate: <date>\r\nTransfer-Encoding: chunked\r\n\r\n${notFound.length.toString(16)}\r\n${notFound}\r\n0\r\n\r\n`,
+      `HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\nDate: <date>\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(notFound)}`,
     );
     const metrics = await answeredEarly(port, declaring('GET', '/metrics', {}));
     assert.match(metrics.text, /^HTTP\/1\.1 200 OK\r\nContent-Type: text\/plain; version=0\.0\.4; charset=utf-8\r\nConnection: close\r\n/);

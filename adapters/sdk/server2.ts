@@ -10,7 +10,7 @@ import type { Hub } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
 import { readJson } from '../endpoint/body.js';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
-import { nodeHandler } from '../node.js';
+import { answerHeaders, nodeHandler } from '../node.js';
 import { MissingClientAddressError, webHandler } from '../web.js';
 
 /**
@@ -241,7 +241,7 @@ export function sdkRouter<A = unknown>(options: SdkRouterOptions<A>): SdkRouter<
         try {
           parsed = await readBody(req, header(req, 'content-length'), maxBodyBytes, endpoint);
         } catch (error) {
-          return writeResponse(refusal(error), res);
+          return writeResponse(refusal(error), req, res);
         }
         if (isListen(parsed)) return node(req, res, parsed);
         return toSdk(sdk, req, res, JSON.stringify(parsed), sdkOptions(authInfo, parsed));
@@ -324,11 +324,14 @@ async function toSdk<A>(
     signal: aborted.signal,
   });
   const response = await sdk.fetch(request, options);
-  await writeResponse(response, res);
+  await writeResponse(response, req, res);
 }
 
-/** Writes a Fetch API `Response` on a node:http response, as fast as the client reads it. */
-async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
+/**
+ * Writes a Fetch API `Response` on a node:http response, as fast as the client reads it; with
+ * `Connection: close` when it answers `req` before its body has arrived (see `answerHeaders`).
+ */
+async function writeResponse(response: Response, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (res.destroyed || res.writableEnded) {
     await response.body?.cancel().catch(() => {});
     return;
@@ -339,7 +342,8 @@ async function writeResponse(response: Response, res: ServerResponse): Promise<v
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
-  res.writeHead(response.status, response.statusText, headers);
+  // A Response made without a statusText has '': node then sends the status code's own phrase.
+  res.writeHead(response.status, response.statusText === '' ? undefined : response.statusText, answerHeaders(req, headers));
   if (response.body === null) {
     res.end();
     return;
