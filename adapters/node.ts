@@ -63,12 +63,7 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
     const preParsed = typeof parsedBody === 'function' ? (req as { body?: unknown }).body : (parsedBody ?? (req as { body?: unknown }).body);
     const request: EndpointRequest = {
       method: req.method ?? 'GET',
-      header: (name) => {
-        // node keeps only the first Host line: the endpoint must see them all to refuse two.
-        if (name === 'host') return fieldValues(req.rawHeaders, name);
-        const value = req.headers[name];
-        return Array.isArray(value) ? value.join(', ') : value;
-      },
+      header: (name) => requestHeader(req, name),
       remoteAddress: socket.remoteAddress,
       body: preParsed !== undefined ? { parsed: preParsed } : req,
     };
@@ -92,6 +87,18 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
       () => res.destroy(),
     );
   };
+}
+
+/**
+ * The header `name` (lower case) of `req` as {@link EndpointRequest.header} reports it: several
+ * values joined with `, `. Every `Host` line counts (node's `req.headers` keeps only the first),
+ * so that the endpoint can refuse two.
+ * @internal also for the SDK router, which routes on the same view of a request.
+ */
+export function requestHeader(req: IncomingMessage, name: string): string | undefined {
+  if (name === 'host') return fieldValues(req.rawHeaders, name);
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 /**

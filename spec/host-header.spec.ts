@@ -10,13 +10,16 @@ import { strict as assert } from 'node:assert';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { test } from 'uvu';
 import { localhostHosts } from '../adapters/endpoint/hostCheck.js';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
+import { HubEventBus, sdkRouter } from '../adapters/sdk/index.js';
 import { webHandler } from '../adapters/web.js';
 import { mcpApp } from '../examples/hono.js';
 import { Hub } from '../lib/hub.js';
+import { channels } from '../lib/telemetry.js';
 import { startEndpoint } from './helpers/http.js';
 import { RawConnection } from './helpers/raw.js';
 
@@ -122,6 +125,39 @@ test('webHandler on @hono/node-server: two Host lines on a raw socket get 400 -3
   } finally {
     endpoint.close();
     (server as http.Server).closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    hub.close();
+  }
+});
+
+test('sdkRouter: two Host lines get the endpoint\'s 400 on both faces, even for requests the SDK would answer; one Host reaches the SDK', async () => {
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({ hub });
+  const sdk: McpHttpHandler = createMcpHandler(() => new McpServer({ name: 'hosts', version: '0.0.0' }), { bus: new HubEventBus(hub) });
+  const router = sdkRouter({ endpoint, sdk });
+  const server = http.createServer((req, res) => router.node(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const local = `127.0.0.1:${port}`;
+  const errors: unknown[] = [];
+  const onError = (event: unknown) => errors.push(event);
+  channels.error.subscribe(onError);
+  try {
+    assert.equal(await withHostLines(port, [`Host: ${local}`, 'Host: evil.example']), kept('400 Bad Request', refusal(`${local}, evil.example`)));
+    const headers = new Headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream' });
+    headers.append('host', local);
+    headers.append('host', 'evil.example');
+    const fetched = await router.fetch(new Request(`http://${local}/mcp`, { method: 'POST', headers, body: DISCOVER }), { remoteAddress: '127.0.0.1' });
+    assert.equal(fetched.status, 400);
+    assert.equal(await fetched.text(), refusal(`${local}, evil.example`));
+    // One Host: the SDK answers server/discover.
+    assert.match(await withHostLines(port, [`Host: ${local}`]), /^HTTP\/1\.1 200 OK\r\n/);
+    assert.deepEqual(errors, [], 'nothing reported on channels.error');
+  } finally {
+    channels.error.unsubscribe(onError);
+    endpoint.close();
+    await sdk.close();
+    server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
     hub.close();
   }

@@ -62,7 +62,7 @@ export function hostCheck(
  * in front may route by another of them than the one `allowedHosts` would check.
  * @internal
  */
-export function hostFieldError(request: EndpointRequest): string | undefined {
+export function hostFieldError(request: Pick<EndpointRequest, 'header'>): string | undefined {
   const host = request.header('host');
   if (host === undefined || !host.includes(',')) return undefined;
   return `bad request: a request must carry exactly one Host header with one value (RFC 9112, section 3.2); got ${JSON.stringify(host)}`;
