@@ -136,12 +136,13 @@ export function answerHeaders<H extends Readonly<Record<string, string | number 
 }
 
 /**
- * True while node has not parsed the whole of a request that has a body (a `Content-Length` other
- * than 0, or a `Transfer-Encoding`): its body, or part of it, is still to come. A request without
- * a body is never pending, even in the moment before node marks it complete.
+ * True while node has not parsed the whole of an HTTP/1.x request that has a body (a
+ * `Content-Length` other than 0, or a `Transfer-Encoding`): its body, or part of it, is still to
+ * come. A request without a body is never pending, even in the moment before node marks it complete.
  */
 function bodyPending(req: IncomingMessage): boolean {
-  if (req.complete) return false;
+  // HTTP/2 (the compat API) has no Connection header: a stream is reset, not a connection kept.
+  if (req.complete || req.httpVersionMajor !== 1) return false;
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

@@ -14,6 +14,7 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
+import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,6 +25,7 @@ import { test } from 'uvu';
 import { localhostHosts } from '../adapters/endpoint/hostCheck.js';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
+import { nodeHandler } from '../adapters/node.js';
 import { startReferenceServer } from '../adapters/reference/server.js';
 import { HubEventBus, sdkRouter } from '../adapters/sdk/index.js';
 import { webHandler } from '../adapters/web.js';
@@ -186,6 +188,43 @@ test('nodeHandler: a body that arrived in full keeps its keep-alive connection, 
   } finally {
     connection.destroy();
     await server.close();
+  }
+});
+
+test('nodeHandler on HTTP/2 (compat API): an early answer needs no Connection header (the stream is reset) and sends none', async () => {
+  const hub = new Hub();
+  const endpoint = new McpEndpoint({ hub, allowedHosts: [...localhostHosts] });
+  const server = http2.createServer(nodeHandler(endpoint) as unknown as Parameters<typeof http2.createServer>[0]);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  // node's compat API drops a Connection header with a process warning (once per process).
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on('warning', onWarning);
+  const client = http2.connect(`http://127.0.0.1:${port}`);
+  try {
+    const stream = client.request({ ':method': 'PUT', ':path': '/mcp', host: 'localhost', 'content-length': String(DECLARED) });
+    const trickle = setInterval(() => stream.writable && stream.write('x'), TRICKLE_MS);
+    const status = await new Promise<unknown>((resolve) => stream.once('response', (headers) => resolve(headers[':status'])));
+    stream.resume();
+    const closed = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), PROMPT_MS);
+      stream.once('close', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    clearInterval(trickle);
+    assert.equal(status, 405);
+    assert.ok(closed, 'the stream is closed once the answer is out');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(warnings.map((warning) => warning.message), []);
+  } finally {
+    process.off('warning', onWarning);
+    client.close();
+    endpoint.close();
+    await new Promise((resolve) => server.close(resolve));
+    hub.close();
   }
 });
 
