@@ -77,13 +77,7 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
       }
     };
     endpoint.handle(request).then(
-      (response) => {
-        // node parses the bytes that came with the head only after the microtasks its 'request'
-        // event started, so an answer that did not read the body finds it unparsed even when it
-        // has all arrived: one turn of the event loop later it has been parsed.
-        if (bodyPending(req)) setImmediate(answer, response);
-        else answer(response);
-      },
+      (response) => whenParsed(req, () => answer(response)),
       () => res.destroy(),
     );
   };
@@ -129,10 +123,25 @@ function fieldValues(rawHeaders: readonly string[], name: string): string | unde
  * @param req the request being answered.
  * @param headers the response's own headers (not modified).
  * @internal also for the answers a server around {@link nodeHandler} writes itself (the
- *   reference server's 404, the CLI's metrics, the SDK router's answers).
+ *   reference server's 404, the CLI's metrics, the SDK router's answers), with {@link whenParsed}.
  */
 export function answerHeaders<H extends Readonly<Record<string, string | number | readonly string[]>>>(req: IncomingMessage, headers: H): H {
   return bodyPending(req) ? { ...headers, Connection: 'close' } : headers;
+}
+
+/**
+ * Calls `write` once node has parsed what has arrived of `req`, so that {@link answerHeaders}
+ * judges the body by what the client sent, not by how far node got: at once for a request without
+ * a body or whose body is in, else one turn of the event loop later. node parses the bytes that
+ * came with the head only after the microtasks its `'request'` event started, so an answer that did
+ * not read the body would find it unparsed even when all of it has arrived.
+ * @param req the request being answered.
+ * @param write writes the answer (must not throw: it may run in a `setImmediate`).
+ * @internal also for the answers a server around {@link nodeHandler} writes itself.
+ */
+export function whenParsed(req: IncomingMessage, write: () => void): void {
+  if (bodyPending(req)) setImmediate(write);
+  else write();
 }
 
 /**

@@ -356,6 +356,16 @@ test('reference server: its own 404 and the endpoint early answers close the con
       declaring('POST', '/other', { 'Content-Type': 'application/json' }),
       `HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nConnection: close\r\nDate: <date>\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(notFound)}`,
     );
+    // A 404 whose body came with its head keeps the connection.
+    const connection = await RawConnection.connect(port);
+    try {
+      connection.write('POST /other HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+      await connection.received();
+      assert.equal(await connection.closesWithin(100), false, 'a 404 to a body that arrived keeps its connection');
+      assert.match(connection.text, /^HTTP\/1\.1 404 Not Found\r\nContent-Type: text\/plain\r\nDate: [^\r]*\r\nConnection: keep-alive\r\n/);
+    } finally {
+      connection.destroy();
+    }
     await assertClosesEarly(
       port,
       'reference 401',

@@ -11,7 +11,7 @@ import { reportError } from '../../lib/telemetry.js';
 import { readJson } from '../endpoint/body.js';
 import { hostFieldError } from '../endpoint/hostCheck.js';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
-import { answerHeaders, nodeHandler, requestHeader } from '../node.js';
+import { answerHeaders, nodeHandler, requestHeader, whenParsed } from '../node.js';
 import { MissingClientAddressError, webHandler } from '../web.js';
 
 /**
@@ -335,7 +335,8 @@ async function toSdk<A>(
 
 /**
  * Writes a Fetch API `Response` on a node:http response, as fast as the client reads it; with
- * `Connection: close` when it answers `req` before its body has arrived (see `answerHeaders`).
+ * `Connection: close` when it answers `req` before its body has arrived (see `whenParsed` and
+ * `answerHeaders`).
  */
 async function writeResponse(response: Response, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (res.destroyed || res.writableEnded) {
@@ -348,6 +349,11 @@ async function writeResponse(response: Response, req: IncomingMessage, res: Serv
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
+  await new Promise<void>((resolve) => whenParsed(req, resolve));
+  if (res.destroyed) {
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
   // A Response made without a statusText has '': node then sends the status code's own phrase.
   res.writeHead(response.status, response.statusText === '' ? undefined : response.statusText, answerHeaders(req, headers));
   if (response.body === null) {
