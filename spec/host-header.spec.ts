@@ -7,20 +7,16 @@
 // value that is a list (how Fetch `Headers` join two lines) get HTTP 400 with JSON-RPC -32600,
 // before anything else and whether `allowedHosts` is set or not. One Host is served as before.
 import { strict as assert } from 'node:assert';
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { test } from 'uvu';
 import { localhostHosts } from '../adapters/endpoint/hostCheck.js';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
-import { HubEventBus, sdkRouter } from '../adapters/sdk/index.js';
 import { webHandler } from '../adapters/web.js';
-import { mcpApp } from '../examples/hono.js';
 import { Hub } from '../lib/hub.js';
 import { channels } from '../lib/telemetry.js';
 import { startEndpoint } from './helpers/http.js';
+import { serveHono, serveSdkRouter } from './helpers/fronts.js';
 import { RawConnection } from './helpers/raw.js';
 
 const DISCOVER = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover' });
@@ -110,10 +106,7 @@ test('webHandler: a Host that Headers joined from two lines gets 400 -32600; one
 test('webHandler on @hono/node-server: two Host lines on a raw socket get 400 -32600', async () => {
   const hub = new Hub();
   const endpoint = new McpEndpoint({ hub, allowedHosts: [...localhostHosts] });
-  let server!: ServerType;
-  const port = await new Promise<number>((resolve) => {
-    server = serve({ fetch: mcpApp(endpoint).fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => resolve(info.port));
-  });
+  const { port, close } = await serveHono(endpoint);
   const local = `127.0.0.1:${port}`;
   try {
     for (const lines of [[`Host: ${local}`, 'Host: evil.example'], ['Host: evil.example', `Host: ${local}`]]) {
@@ -123,9 +116,8 @@ test('webHandler on @hono/node-server: two Host lines on a raw socket get 400 -3
     }
     assert.match(await withHostLines(port, [`Host: ${local}`]), /^HTTP\/1\.1 200 OK\r\n/);
   } finally {
+    await close();
     endpoint.close();
-    (server as http.Server).closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
     hub.close();
   }
 });
@@ -133,11 +125,7 @@ test('webHandler on @hono/node-server: two Host lines on a raw socket get 400 -3
 test('sdkRouter: two Host lines get the endpoint\'s 400 on both faces, even for requests the SDK would answer; one Host reaches the SDK', async () => {
   const hub = new Hub();
   const endpoint = new McpEndpoint({ hub });
-  const sdk: McpHttpHandler = createMcpHandler(() => new McpServer({ name: 'hosts', version: '0.0.0' }), { bus: new HubEventBus(hub) });
-  const router = sdkRouter({ endpoint, sdk });
-  const server = http.createServer((req, res) => router.node(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, router, close } = await serveSdkRouter(endpoint);
   const local = `127.0.0.1:${port}`;
   const errors: unknown[] = [];
   const onError = (event: unknown) => errors.push(event);
@@ -155,10 +143,8 @@ test('sdkRouter: two Host lines get the endpoint\'s 400 on both faces, even for 
     assert.deepEqual(errors, [], 'nothing reported on channels.error');
   } finally {
     channels.error.unsubscribe(onError);
+    await close();
     endpoint.close();
-    await sdk.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
     hub.close();
   }
 });

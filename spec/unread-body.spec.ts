@@ -13,28 +13,24 @@
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { serve, type ServerType } from '@hono/node-server';
-import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { test } from 'uvu';
 import { localhostHosts } from '../adapters/endpoint/hostCheck.js';
 import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
 import { nodeHandler } from '../adapters/node.js';
 import { startReferenceServer } from '../adapters/reference/server.js';
-import { HubEventBus, sdkRouter } from '../adapters/sdk/index.js';
 import { webHandler } from '../adapters/web.js';
-import { mcpApp } from '../examples/hono.js';
 import { AuthError } from '../lib/auth.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { Hub } from '../lib/hub.js';
 import { LISTEN_HEADERS, listenBody, SseConnection, startEndpoint } from './helpers/http.js';
 import { INIT_HEADERS, initialize } from './helpers/legacy.js';
+import { serveHono, serveSdkRouter } from './helpers/fronts.js';
 import { RawConnection, withoutDate } from './helpers/raw.js';
 
 /** The body every early-answer request declares, in bytes. */
@@ -85,6 +81,12 @@ const declaring = (method: string, target: string, headers: Readonly<Record<stri
   `${method} ${target} HTTP/1.1\r\nHost: ${host}\r\n${Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('')}Content-Length: ${DECLARED}\r\n\r\n`;
+
+/** Asserts that a whole response is a 200 that keeps its connection. */
+function assertServedAndKept(response: string): void {
+  assert.match(response, /^HTTP\/1\.1 200 OK\r\n/);
+  assert.match(response, /\r\nConnection: keep-alive\r\n/);
+}
 
 async function assertClosesEarly(port: number, label: string, head: string, expected: string): Promise<void> {
   const { text, closed } = await answeredEarly(port, head);
@@ -167,9 +169,7 @@ test('nodeHandler: a body that arrived in full keeps its keep-alive connection, 
   try {
     // Read in full: 200, kept.
     connection.write(head(`Authorization: ${TOKEN}\r\n`) + body);
-    const first = await connection.response();
-    assert.match(first, /^HTTP\/1\.1 200 OK\r\n/);
-    assert.match(first, /\r\nConnection: keep-alive\r\n/);
+    assertServedAndKept(await connection.response());
     // Refused unread (401), but the whole body came with the head: kept.
     connection.write(head('') + body);
     const refused = await connection.response();
@@ -181,9 +181,7 @@ test('nodeHandler: a body that arrived in full keeps its keep-alive connection, 
       connection.write(piece);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const pieces = await connection.response();
-    assert.match(pieces, /^HTTP\/1\.1 200 OK\r\n/);
-    assert.match(pieces, /\r\nConnection: keep-alive\r\n/);
+    assertServedAndKept(await connection.response());
     assert.equal(await connection.closesWithin(100), false, 'the connection stays open');
   } finally {
     connection.destroy();
@@ -274,11 +272,7 @@ test('webHandler: an answer given before the body was read cancels the body and 
 test('webHandler on @hono/node-server: an early answer closes the connection at once; a full body keeps it', async () => {
   const hub = new Hub();
   const endpoint = new McpEndpoint({ hub, allowedHosts: [...localhostHosts], bodyTimeout: 60_000 });
-  let server!: ServerType;
-  const port = await new Promise<number>((resolve) => {
-    server = serve({ fetch: mcpApp(endpoint).fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => resolve(info.port));
-  });
-  (server as http.Server).requestTimeout = 0;
+  const { port, close } = await serveHono(endpoint);
   try {
     const foreign = await answeredEarly(port, declaring('POST', '/mcp', { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, 'evil.example'));
     const body = JSON.stringify(rpcError(-32600, 'forbidden: Host "evil.example" is not allowed'));
@@ -290,18 +284,15 @@ test('webHandler on @hono/node-server: an early answer closes the connection at 
     try {
       for (let i = 0; i < 2; i++) {
         connection.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${discover.length}\r\n\r\n${discover}`);
-        const answer = await connection.response();
-        assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
-        assert.match(answer, /\r\nConnection: keep-alive\r\n/);
+        assertServedAndKept(await connection.response());
       }
       assert.equal(await connection.closesWithin(100), false, 'the connection stays open');
     } finally {
       connection.destroy();
     }
   } finally {
+    await close();
     endpoint.close();
-    (server as http.Server).closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
     hub.close();
   }
 });
@@ -309,11 +300,7 @@ test('webHandler on @hono/node-server: an early answer closes the connection at 
 test('sdkRouter (node face): answers the router or the SDK gives before the body arrived close the connection', async () => {
   const hub = new Hub();
   const endpoint = new McpEndpoint({ hub, bodyTimeout: 60_000 });
-  const sdk: McpHttpHandler = createMcpHandler(() => new McpServer({ name: 'unread', version: '0.0.0' }), { bus: new HubEventBus(hub) });
-  const router = sdkRouter({ endpoint, sdk, maxBodyBytes: 1000 });
-  const server = http.createServer({ requestTimeout: 0 }, (req, res) => router.node(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await serveSdkRouter(endpoint, 1000);
   try {
     // The router's own refusal of a declared size over its maxBodyBytes.
     await assertClosesEarly(
@@ -334,10 +321,8 @@ test('sdkRouter (node face): answers the router or the SDK gives before the body
       assert.ok(closed, `${label}: the connection is still open ${PROMPT_MS} ms after the answer`);
     }
   } finally {
+    await close();
     endpoint.close();
-    await sdk.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
     hub.close();
   }
 });
