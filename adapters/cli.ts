@@ -241,7 +241,6 @@ async function serve(argv: string[]): Promise<void> {
   const { startReferenceServer } = await import('./reference/server.js');
   const server = await startReferenceServer(options as ReferenceServerOptions);
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  say(`mcp-rx-streams listening on ${server.url}`);
   const closers: (() => Promise<void>)[] = [() => server.close()];
   let stopping = false;
   const stop = (code: number) => {
@@ -254,6 +253,9 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', () => stop(0));
   process.once('SIGTERM', () => stop(0));
+  // Only now: whoever waits for this line may send SIGTERM at once, and without a listener the
+  // signal's default action would kill the process instead of closing the streams.
+  say(`mcp-rx-streams listening on ${server.url}`);
 
   const metricsPort = values.get('metrics-port') as number | undefined;
   if (metricsPort !== undefined) {
