@@ -76,10 +76,16 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
         res.destroy();
       }
     };
-    endpoint.handle(request).then(
-      (response) => whenParsed(req, () => answer(response)),
-      () => res.destroy(),
-    );
+    endpoint
+      .handle(request)
+      .then(
+        (response) => whenParsed(req, () => answer(response)),
+        () => res.destroy(),
+      )
+      .catch((error: unknown) => {
+        reportError('adapter', error);
+        res.destroy();
+      });
   };
 }
 
