@@ -364,18 +364,20 @@ function reportFleet(fleet: ReferenceFleet, redis: string, timeout: number | und
 async function serveMetrics(server: ReferenceServer, host: string, port: number): Promise<{ url: string; close: () => Promise<void> }> {
   const { collectMetrics } = await import('./metrics/index.js');
   const { requirePeer } = await import('./peer.js');
+  const { answerHeaders, whenParsed } = await import('./node.js');
   const prom = requirePeer<typeof import('prom-client')>('prom-client', 'serve --metrics-port');
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry });
   const bridge = collectMetrics(registry, server.endpoint);
+  // Nothing here reads a body: a request answered while its body is still coming closes its connection (whenParsed, answerHeaders).
   const http_ = http.createServer((req, res) => {
     if ((req.url ?? '/').split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
+      whenParsed(req, () => res.writeHead(404, answerHeaders(req, { 'Content-Type': 'text/plain' })).end('not found: metrics are at GET /metrics\n'));
       return;
     }
     registry.metrics().then(
-      (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
-      (error: unknown) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${String(error)}\n`),
+      (text) => whenParsed(req, () => res.writeHead(200, answerHeaders(req, { 'Content-Type': registry.contentType })).end(req.method === 'HEAD' ? undefined : text)),
+      (error: unknown) => whenParsed(req, () => res.writeHead(500, answerHeaders(req, { 'Content-Type': 'text/plain' })).end(`${String(error)}\n`)),
     );
   });
   await new Promise<void>((resolve, reject) => {

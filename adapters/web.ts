@@ -62,6 +62,12 @@ export interface WebHandlerOptions {
  * stream is told the client is busy, and each `pull` tells it the client can take more. Cancelling
  * the body or aborting the request unsubscribes the stream and releases everything.
  *
+ * An answer given before the request's body was read to its end (a refusal that did not need it:
+ * 401, 403, 404, 405, 413…) cancels the rest of the body and says `Connection: close`.
+ * `@hono/node-server` (node:http) and `Bun.serve` then end the connection once the answer is out;
+ * `Deno.serve` (Deno 2.x) sends the header but goes on reading a trickled body, so bound the
+ * request's time in front of it there (a proxy's request or body timeout).
+ *
  * A `Request` does not say who sent it, so each call passes the client's address as
  * `info.remoteAddress`; an endpoint with an `authenticate` hook (which names principals itself)
  * needs none. A call with neither rejects with {@link MissingClientAddressError} before anything is
@@ -89,23 +95,27 @@ export function webHandler(endpoint: McpEndpoint, options: WebHandlerOptions = {
     if ((info.remoteAddress === undefined || info.remoteAddress === '') && !endpoint.authenticates) {
       throw new MissingClientAddressError(request.url);
     }
+    const upload = request.body === null ? undefined : new BodyChunks(request.body);
     const response = await endpoint.handle({
       method: request.method.toUpperCase(),
       header: (name) => request.headers.get(name) ?? undefined,
       remoteAddress: info.remoteAddress,
-      body: request.body === null ? undefined : chunks(request.body),
+      body: upload,
     });
+    // Answered before its body was read to the end: the rest is not wanted, nor the connection it
+    // would keep busy (the runtime could otherwise go on reading it for as long as it trickles).
+    const headers = upload === undefined || !upload.discard() ? response.headers : { ...response.headers, Connection: 'close' };
     switch (response.kind) {
       case 'json':
-        return new Response(response.body, { status: response.status, headers: response.headers });
+        return new Response(response.body, { status: response.status, headers });
       case 'empty':
-        return new Response(null, { status: response.status, headers: response.headers });
+        return new Response(null, { status: response.status, headers });
       case 'stream':
         if (request.signal.aborted) {
           response.abandon();
           return new Response(null, { status: 499 });
         }
-        return new Response(body(response, request.signal, highWaterMark), { status: response.status, headers: response.headers });
+        return new Response(body(response, request.signal, highWaterMark), { status: response.status, headers });
     }
   };
 }
@@ -196,18 +206,46 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
   );
 }
 
-// Not every runtime's ReadableStream is async-iterable: read it through its reader.
-async function* chunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
+/**
+ * A request body as the endpoint reads it, in chunks, that knows whether it was read to its end.
+ * Read through the stream's reader: not every runtime's `ReadableStream` is async-iterable.
+ */
+class BodyChunks implements AsyncIterable<Uint8Array> {
+  readonly #stream: ReadableStream<Uint8Array>;
+  #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  #ended = false;
+
+  constructor(stream: ReadableStream<Uint8Array>) {
+    this.#stream = stream;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Uint8Array> {
+    const reader = (this.#reader = this.#stream.getReader());
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) {
+          this.#ended = true;
+          return;
+        }
+        yield value;
+      }
+    } finally {
+      // Stops an oversized upload instead of leaving it half-read.
+      reader.cancel().catch(() => {});
+      reader.releaseLock();
     }
-  } finally {
-    // Stops an oversized upload instead of leaving it half-read.
-    reader.cancel().catch(() => {});
-    reader.releaseLock();
+  }
+
+  /**
+   * Cancels what is left of the body, whether its reading never started or stopped part way (a
+   * read still pending ends with it).
+   * @returns true when something was left (the body was not read to its end).
+   */
+  discard(): boolean {
+    if (this.#ended) return false;
+    const cancelled = this.#reader === undefined ? (this.#stream.locked ? undefined : this.#stream.cancel()) : this.#reader.cancel();
+    cancelled?.catch(() => {});
+    return true;
   }
 }

@@ -8,6 +8,7 @@
 // real loopback socket through `nodeHandler`; a corpus covers what a generator reaches badly
 // (100 000-deep nesting, 1001 URIs, 100 KiB URIs, CR/LF in header values on a raw socket).
 import { strict as assert } from 'node:assert';
+import { isUtf8 } from 'node:buffer';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
@@ -159,21 +160,23 @@ const withAccept = (accept: string | undefined): Record<string, string> => {
 };
 
 const cases = {
-  /** Bytes that cannot begin any JSON text (no whitespace, value or BOM first): -32700. */
+  /** Bytes that cannot begin any JSON text (no whitespace, value or BOM first): -32700, saying whether they are not UTF-8 or not JSON. */
   garbage: fc
     .tuple(fc.constantFrom(0x00, 0x01, 0x08, 0x23, 0x27, 0x2b, 0x3c, 0x5d, 0x78, 0x7d, 0xff, 0xc3), fc.uint8Array({ maxLength: 300 }))
-    .map(([first, rest]): Case => ({
-      label: 'garbage bytes',
-      method: 'POST',
-      headers: BASE_HEADERS,
-      body: Uint8Array.of(first, ...rest),
-      expect: error(400, null, ParseError, 'parse error: the body is not valid JSON'),
-    })),
+    .map(([first, rest]): Case => {
+      const body = Uint8Array.of(first, ...rest);
+      const message = isUtf8(body) ? 'parse error: the body is not valid JSON' : 'parse error: the body is not valid UTF-8';
+      return { label: 'garbage bytes', method: 'POST', headers: BASE_HEADERS, body, expect: error(400, null, ParseError, message) };
+    }),
 
-  /** Arbitrary bytes: invalid JSON is -32700, JSON that is not an object is -32600 (JSON.parse is the oracle of JSON). */
+  /**
+   * Arbitrary bytes: bytes that are not UTF-8 or not JSON are -32700, JSON that is not an object is
+   * -32600 (node's `isUtf8` is the oracle of UTF-8, JSON.parse of JSON).
+   */
   bytes: fc
     .uint8Array({ maxLength: 200 })
     .map((bytes): Case | undefined => {
+      if (!isUtf8(bytes)) return { label: 'arbitrary bytes (not UTF-8)', method: 'POST', headers: BASE_HEADERS, body: bytes, expect: error(400, null, ParseError) };
       let value: unknown;
       try {
         value = JSON.parse(new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes));

@@ -4,14 +4,26 @@ import { HttpError } from '../../lib/httpError.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 
 /**
+ * Decodes the bytes of a body: strict UTF-8, so that bytes that are not UTF-8 are refused rather
+ * than replaced by U+FFFD. A leading byte order mark is kept (`ignoreBOM`), so `JSON.parse` refuses
+ * it as before: RFC 8259 §8.1 forbids senders to add one and lets parsers either ignore or refuse
+ * it. Stateless between calls (never `stream: true`), so one decoder serves every request.
+ */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
  * Reads a request body as JSON: a body a framework already parsed is taken as is; a raw one must
- * fit in `limit` bytes and, when streamed, arrive within `timeoutMs` milliseconds.
+ * fit in `limit` bytes, be UTF-8 and, when streamed, arrive within `timeoutMs` milliseconds.
+ *
+ * The limit counts the bytes received (a string, the bytes of its UTF-8), never the decoded text:
+ * a body of invalid bytes under the limit is a parse error, not a size error.
  * @param contentLength the `Content-Length` header: a larger declared body is refused unread.
  * @param limit the largest body, in bytes (the endpoint's `maxBodyBytes`).
  * @param timeoutMs milliseconds a streamed body may take (the endpoint's `bodyTimeout`).
  * @param scheduler where the deadline's time comes from.
  * @throws HttpError 413 past `limit`, 408 past `timeoutMs` (with `Connection: close`), 400
- *   (`-32700`) for a body that is not JSON.
+ *   (`-32700`) for a body that is not UTF-8 (`parse error: the body is not valid UTF-8`) or not
+ *   JSON (`parse error: the body is not valid JSON`, a leading byte order mark included).
  * @internal
  */
 export async function readJson(
@@ -26,10 +38,13 @@ export async function readJson(
   if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge();
   let text: string;
   if (body === undefined) text = '';
-  else if (typeof body === 'string') text = body;
-  else if (body instanceof Uint8Array) text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  else text = await readStream(body, limit, tooLarge, timeoutMs, scheduler);
-  if (Buffer.byteLength(text) > limit) throw tooLarge();
+  else if (typeof body === 'string') {
+    if (Buffer.byteLength(body) > limit) throw tooLarge();
+    text = body;
+  } else if (body instanceof Uint8Array) {
+    if (body.byteLength > limit) throw tooLarge();
+    text = decode(body);
+  } else text = decode(await readStream(body, limit, tooLarge, timeoutMs, scheduler));
   try {
     return JSON.parse(text);
   } catch {
@@ -37,14 +52,23 @@ export async function readJson(
   }
 }
 
-/** Reads a streamed body within `limit` bytes and `timeoutMs` milliseconds (408 past it, and the connection closes). */
+/** The text of a body's bytes; 400 (`-32700`) when they are not UTF-8. */
+function decode(bytes: Uint8Array): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new HttpError(400, new JsonRpcError(ErrorCode.ParseError, 'parse error: the body is not valid UTF-8'));
+  }
+}
+
+/** Reads the bytes of a streamed body within `limit` bytes and `timeoutMs` milliseconds (408 past it, and the connection closes). */
 async function readStream(
   body: AsyncIterable<Uint8Array>,
   limit: number,
   tooLarge: () => HttpError,
   timeoutMs: number,
   scheduler: SchedulerLike,
-): Promise<string> {
+): Promise<Uint8Array> {
   let expire: (error: HttpError) => void = () => {};
   const expired = new Promise<never>((_, reject) => (expire = reject));
   const deadline = timer(timeoutMs, scheduler).subscribe(() =>
@@ -62,7 +86,7 @@ async function readStream(
   } finally {
     deadline.unsubscribe();
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }
 
 async function readIterator(body: AsyncIterable<Uint8Array>, take: (chunk: Uint8Array) => void, expired: Promise<never>): Promise<void> {

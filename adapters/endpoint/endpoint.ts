@@ -20,6 +20,7 @@ import { discoverResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
 import { type ClientAddress, withClientAddress } from './clientAddress.js';
 import type { CorsPolicy } from './cors.js';
+import { hostFieldError } from './hostCheck.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { listenPlans, reportDrop } from '../../operators/listenPipeline.js';
@@ -231,6 +232,9 @@ export class McpEndpoint {
   }
 
   async #handle(request: EndpointRequest): Promise<EndpointResponse> {
+    // Two Host lines (RFC 9112 §3.2): 400 before anything else, with or without allowedHosts.
+    const hosts = hostFieldError(request);
+    if (hosts !== undefined) return jsonError(400, null, new JsonRpcError(ErrorCode.InvalidRequest, hosts));
     // DNS rebinding: a foreign Host or Origin is refused before anything else.
     const refused = this.#hostCheck?.(request);
     if (refused !== undefined) return jsonError(403, null, new JsonRpcError(ErrorCode.InvalidRequest, refused));

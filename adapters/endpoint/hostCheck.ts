@@ -58,6 +58,24 @@ export function originListed(entries: readonly string[], origin: string): boolea
   return entries.some((entry) => entry === origin || (name !== undefined && (entry === name || entry === hostName(name))));
 }
 
+/**
+ * The refusal message for a request whose `Host` is not one value, `undefined` for one with a
+ * single Host (or none: node:http refuses an HTTP/1.1 request without one itself).
+ *
+ * RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1
+ * request message that lacks a Host header field and to any request message that contains more
+ * than one Host header field line or a Host header field with an invalid field value." Adapters
+ * report every Host line joined with `, ` (node:http itself keeps only the first; Fetch `Headers`
+ * join them), so a comma in the value means two lines, or one line that lists two hosts: a proxy
+ * in front may route by another of them than the one `allowedHosts` would check.
+ * @internal
+ */
+export function hostFieldError(request: Pick<EndpointRequest, 'header'>): string | undefined {
+  const host = request.header('host');
+  if (host === undefined || !host.includes(',')) return undefined;
+  return `bad request: a request must carry exactly one Host header with one value (RFC 9112, section 3.2); got ${JSON.stringify(host)}`;
+}
+
 /** `host:port` → `host`; `[::1]:80` → `[::1]`. */
 function hostName(host: string): string {
   const match = /^(\[[^\]]*\]|[^:]*)(?::\d*)?$/.exec(host);

@@ -77,7 +77,11 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly principals?: PrincipalCap;
   /** A shared server-wide slot pool (e.g. also used by streamed `tools/call`); defaults to a pool of `maxStreams`. */
   readonly slots?: StreamSlots;
-  /** Largest accepted request body, in bytes; larger ones get HTTP 413. Defaults to 1 048 576 (1 MiB). */
+  /**
+   * Largest accepted request body, in bytes as received (never the decoded text); larger ones get
+   * HTTP 413. A body that is not UTF-8 gets HTTP 400 with `-32700`, whatever its size. Defaults to
+   * 1 048 576 (1 MiB).
+   */
   readonly maxBodyBytes?: number;
   /** Where time comes from; defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
@@ -89,7 +93,8 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   /**
    * DNS-rebinding protection (for servers bound to localhost): the accepted `Host` header values.
    * An entry without a port (`localhost`) accepts any port. Any other Host gets HTTP 403 before
-   * anything else is looked at. Default: no check (see {@link localhostHosts}).
+   * anything else is looked at. Default: no check (see {@link localhostHosts}). With or without it,
+   * a request with more than one `Host` line gets HTTP 400 (RFC 9112 §3.2).
    */
   readonly allowedHosts?: readonly string[];
   /**

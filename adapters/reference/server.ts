@@ -17,7 +17,7 @@ import { resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/s
 import { resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { hubResources, type ResourceTemplate } from '../../lib/resources.js';
-import { nodeHandler } from '../node.js';
+import { answerHeaders, nodeHandler, whenParsed } from '../node.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
 import { Catalog } from './catalog.js';
@@ -214,11 +214,13 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   });
 
   const handle = nodeHandler(endpoint);
-  // Slow headers are cut by node:http (slow bodies by the endpoint's bodyTimeout).
+  // Slow headers are cut by node:http, slow bodies by the endpoint's bodyTimeout, and a request
+  // answered before its body arrived closes its connection (whenParsed, answerHeaders):
+  // requestTimeout 0 leaves no request holding a socket without a stream.
   const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 0 }, (req, res) => {
     const pathname = (req.url ?? '/').split('?')[0];
     if (pathname === '/mcp' || pathname === '/') return handle(req, res);
-    res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: the MCP endpoint is /mcp\n');
+    whenParsed(req, () => res.writeHead(404, answerHeaders(req, { 'Content-Type': 'text/plain' })).end('not found: the MCP endpoint is /mcp\n'));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

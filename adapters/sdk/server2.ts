@@ -9,8 +9,9 @@ import { HttpError } from '../../lib/httpError.js';
 import type { Hub } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
 import { readJson } from '../endpoint/body.js';
+import { hostFieldError } from '../endpoint/hostCheck.js';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
-import { nodeHandler } from '../node.js';
+import { answerHeaders, nodeHandler, requestHeader, whenParsed } from '../node.js';
 import { MissingClientAddressError, webHandler } from '../web.js';
 
 /**
@@ -175,6 +176,11 @@ const DEFAULT_MAX_BODY_BYTES = 4_194_304;
  * offers; the endpoint acknowledges what it serves) and an `authenticate` hook that identifies
  * callers as the SDK's auth does.
  *
+ * A request with more than one `Host` line (or a `Host` that lists several) gets the endpoint's
+ * HTTP 400 whatever its method, as RFC 9112 §3.2 requires. On node:http, an answer given before
+ * the request's body has arrived (the router's 413, the SDK's refusal of a body it was not given)
+ * says `Connection: close` and ends the connection, as `nodeHandler`'s do.
+ *
  * @example
  * import http from 'node:http';
  * import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
@@ -214,6 +220,8 @@ export function sdkRouter<A = unknown>(options: SdkRouterOptions<A>): SdkRouter<
     async fetch(request, info = {}) {
       // Checked on every request, not only on listens: a misconfiguration shows on the first one.
       if ((info.remoteAddress === undefined || info.remoteAddress === '') && !endpoint.authenticates) throw new MissingClientAddressError(request.url);
+      // Two Host lines (RFC 9112 §3.2): the endpoint's 400, whichever handler the request was for.
+      if (hostFieldError({ header: (name) => request.headers.get(name) ?? undefined }) !== undefined) return web(request, { remoteAddress: info.remoteAddress! });
       if (request.method.toUpperCase() !== 'POST' || request.body === null || !isJson(request.headers.get('content-type'))) {
         return sdk.fetch(request, sdkOptions(info.authInfo, undefined));
       }
@@ -232,16 +240,19 @@ export function sdkRouter<A = unknown>(options: SdkRouterOptions<A>): SdkRouter<
       const preParsed = typeof parsedBody === 'function' ? (req as { body?: unknown }).body : (parsedBody ?? (req as { body?: unknown }).body);
       const authInfo = (req as { auth?: A }).auth;
       const route = async (): Promise<void> => {
-        if (req.method !== 'POST' || !isJson(header(req, 'content-type'))) return toSdk(sdk, req, res, undefined, sdkOptions(authInfo, undefined));
+        // Two Host lines (RFC 9112 §3.2): the endpoint's 400, whichever handler the request was for
+        // (the SDK's request URL could not even be built from them).
+        if (hostFieldError({ header: (name) => requestHeader(req, name) }) !== undefined) return node(req, res);
+        if (req.method !== 'POST' || !isJson(requestHeader(req, 'content-type'))) return toSdk(sdk, req, res, undefined, sdkOptions(authInfo, undefined));
         if (preParsed !== undefined) {
           if (isListen(preParsed)) return node(req, res, preParsed);
           return toSdk(sdk, req, res, JSON.stringify(preParsed), sdkOptions(authInfo, preParsed));
         }
         let parsed: unknown;
         try {
-          parsed = await readBody(req, header(req, 'content-length'), maxBodyBytes, endpoint);
+          parsed = await readBody(req, requestHeader(req, 'content-length'), maxBodyBytes, endpoint);
         } catch (error) {
-          return writeResponse(refusal(error), res);
+          return writeResponse(refusal(error), req, res);
         }
         if (isListen(parsed)) return node(req, res, parsed);
         return toSdk(sdk, req, res, JSON.stringify(parsed), sdkOptions(authInfo, parsed));
@@ -262,11 +273,6 @@ function isListen(body: unknown): boolean {
 function isJson(contentType: string | null | undefined): boolean {
   const type = contentType?.split(';', 1)[0]!.trim().toLowerCase();
   return type === 'application/json' || (type !== undefined && type.startsWith('application/') && type.endsWith('+json'));
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 /** A POST's JSON body, read within the router's byte limit and the endpoint's `bodyTimeout`. */
@@ -324,11 +330,15 @@ async function toSdk<A>(
     signal: aborted.signal,
   });
   const response = await sdk.fetch(request, options);
-  await writeResponse(response, res);
+  await writeResponse(response, req, res);
 }
 
-/** Writes a Fetch API `Response` on a node:http response, as fast as the client reads it. */
-async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
+/**
+ * Writes a Fetch API `Response` on a node:http response, as fast as the client reads it; with
+ * `Connection: close` when it answers `req` before its body has arrived (see `whenParsed` and
+ * `answerHeaders`).
+ */
+async function writeResponse(response: Response, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (res.destroyed || res.writableEnded) {
     await response.body?.cancel().catch(() => {});
     return;
@@ -339,7 +349,13 @@ async function writeResponse(response: Response, res: ServerResponse): Promise<v
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
-  res.writeHead(response.status, response.statusText, headers);
+  await new Promise<void>((resolve) => whenParsed(req, resolve));
+  if (res.destroyed) {
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
+  // A Response made without a statusText has '': node then sends the status code's own phrase.
+  res.writeHead(response.status, response.statusText === '' ? undefined : response.statusText, answerHeaders(req, headers));
   if (response.body === null) {
     res.end();
     return;
