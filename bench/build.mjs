@@ -30,20 +30,32 @@ export function resolveBuild(dir) {
 
 /**
  * What a build is, for a report's header: its directory, the commit of the checkout around it
- * (with `+changes` when that checkout has uncommitted changes outside dist/ and bench/) and when its
- * index.js was written.
+ * (with `+changes` when that checkout has uncommitted changes outside dist/ and bench/), when its
+ * index.js was written, and a warning when a tracked TypeScript source (spec/ and bench/ aside) is
+ * newer than that: the commit is the checkout's HEAD, which is the build's only if it was built
+ * after the last checkout or edit.
  */
 export function describeBuild(dist) {
   const root = path.dirname(dist);
   const git = (...args) => spawnSync('git', ['-C', root, ...args], { encoding: 'utf8' });
   const head = git('rev-parse', '--short', 'HEAD');
   let commit = 'no git checkout';
+  const builtAt = statSync(path.join(dist, 'index.js')).mtimeMs;
+  let stale = false;
   if (head.status === 0) {
     const dirty = git('status', '--porcelain', '--untracked-files=no', '--', '.', ':!dist', ':!bench').stdout.trim() !== '';
     commit = `${head.stdout.trim()}${dirty ? '+changes' : ''}`;
+    const sources = git('ls-files', '--', '*.ts', ':!*.d.ts', ':!spec', ':!bench').stdout.split('\n').filter(Boolean);
+    stale = sources.some((file) => {
+      try {
+        return statSync(path.join(root, file)).mtimeMs > builtAt;
+      } catch {
+        return false;
+      }
+    });
   }
-  const built = statSync(path.join(dist, 'index.js')).mtime.toISOString().replace(/\.\d+Z$/, 'Z');
-  return { dir: dist, commit, built, text: `${dist} (${commit}, built ${built})` };
+  const built = new Date(builtAt).toISOString().replace(/\.\d+Z$/, 'Z');
+  return { dir: dist, commit, built, stale, text: `${dist} (${commit}, built ${built}${stale ? '; WARNING: sources newer than the build, npm run build there' : ''})` };
 }
 
 /**

@@ -234,7 +234,7 @@ for (let round = 1; round <= ROUNDS; round++) {
         `round ${round}/${ROUNDS} ${shape.era} N=${shape.n} ${who}: ` +
           (r.error
             ? `failed: ${r.error}`
-            : `${fmt.int(r.fps)} frames/s, ${fmt.us(r.cpuPerFrame)} µs CPU/frame (busy ${fmt.pct(r.serverBusy)} / ${fmt.pct(r.loadgenBusy)}), heap ${fmt.kb(r.heapPerStream)} KB/stream, lost ${r.lost}${r.complete ? '' : ', incomplete'} (load ${r.load.toFixed(2)})`),
+            : `${fmt.int(r.fps)} frames/s, ${fmt.us(r.cpuPerFrame)} µs CPU/frame (busy ${fmt.pct(r.serverBusy)} / ${fmt.pct(r.loadgenBusy)}), heap ${fmt.kb(r.heapPerStream)} KB/${shape.era === 'listen' ? 'stream' : 'session'}, lost ${r.lost}${r.complete ? '' : ', incomplete'} (load ${r.load.toFixed(2)})`),
       );
     }
   }
@@ -297,12 +297,12 @@ for (const { era, n } of SHAPES) {
     ]);
   }
 }
-out.push(table(['era · N · build', 'frames/s (1/turn)', '÷ ceiling', 'server CPU µs/frame', '÷ ceiling', 'busy: server / load gen', 'heap KB per idle stream', 'notes'], rows));
+out.push(table(['era · N · build', 'frames/s (1/turn)', '÷ ceiling', 'server CPU µs/frame', '÷ ceiling', 'busy: server / load gen', 'heap KB per idle stream / session', 'notes'], rows));
 
 out.push('', '## after ÷ before', '');
 out.push(
   table(
-    ['era · N', 'frames/s', 'server CPU µs/frame', 'heap per idle stream'],
+    ['era · N', 'frames/s', 'server CPU µs/frame', 'heap per idle stream / session'],
     SHAPES.map(({ era, n }) => [`${era} N=${fmt.int(n)} ${unit(era)}`, ratioText(pairedRatio(era, n, 'after', 'before', 'fps')), ratioText(pairedRatio(era, n, 'after', 'before', 'cpuPerFrame')), ratioText(pairedRatio(era, n, 'after', 'before', 'heapPerStream'))]),
   ),
 );
