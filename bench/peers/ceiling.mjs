@@ -11,10 +11,10 @@
 // Why still chunked: "straight on the socket" would also allow a response without chunking (no
 // Content-Length, no Transfer-Encoding: the body ends when the connection closes), which saves the
 // size line and CRLF. It is not taken: the wire bytes would then differ from every other peer's
-// (6–7 bytes fewer per frame of this bench), and such a response can never be followed by another on the same
-// connection. Here the bytes on the wire are exactly the baseline's, head and ack included (the
-// head and the ack go through `res`: `res.writeHead` + a first `res.write`), so the gap between a
-// peer and this one is CPU, not bytes. `node bench/wire-check.mjs` compares them.
+// (6–7 bytes fewer per frame of this bench), and such a response can never be followed by another
+// on the same connection. Here the bytes on the wire are exactly the baseline's, head and ack
+// included (the head and the ack go through `res`: `res.writeHead` + a first `res.write`), so the
+// gap between a peer and this one is CPU, not bytes. `node bench/wire-check.mjs` compares them.
 //
 // What it does NOT do, on purpose: no queue (a frame is written whatever the socket holds), no
 // caps (streams, principals), no backpressure handling (`socket.write`'s `false` is ignored; the
