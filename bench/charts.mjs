@@ -24,6 +24,8 @@ const PALETTE = [
   ['mcp-rx-streams', '#d62728'],
   ['baseline (node:http res.write)', '#222222'],
   ['legacy baseline (node:http res.write)', '#8c8c8c'],
+  ['ceiling (node:http, socket.write per frame)', '#ff7f0e'],
+  ['legacy ceiling (node:http, socket.write per frame)', '#ffbb78'],
   ['@modelcontextprotocol/server 2.x', '#1f77b4'],
   ['@modelcontextprotocol/sdk 1.x', '#17becf'],
   ['better-sse Channel', '#2ca02c'],
@@ -33,7 +35,7 @@ const ERA_TITLE = { listen: 'listen streams (2026-07-28)', legacy: 'legacy sessi
 function colour(labels) {
   const known = PALETTE.filter(([label]) => labels.includes(label));
   const others = labels.filter((label) => !PALETTE.some(([l]) => l === label));
-  const extra = ['#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#ff7f0e'];
+  const extra = ['#9467bd', '#8c564b', '#e377c2', '#bcbd22', '#7f7f7f'];
   return {
     field: 'peer',
     type: 'nominal',

@@ -43,17 +43,19 @@
 //   node --expose-gc bench/run.mjs --only throughput,latency --peers baseline,ours --pattern single
 //   node --expose-gc bench/run.mjs --quick --only legacy,storm --peers baseline,ours,sdk-v1
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { describeBuild, OWN_DIST, resolveBuild, snapshotBuild } from './build.mjs';
 import { child, loadgenPool } from './harness.mjs';
+import { modeConfig } from './modes.mjs';
 
 const started = performance.now();
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 const argv = process.argv.slice(2);
 const KNOWN_FLAGS = new Set(['quick', 'no-charts', 'help']);
-const KNOWN_OPTIONS = new Set(['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens', 'uris', 'out']);
+const KNOWN_OPTIONS = new Set(['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens', 'uris', 'latency-rounds', 'ours-build', 'out']);
 for (let i = 0; i < argv.length; i++) {
   const name = argv[i].replace(/^--/, '');
   if (!argv[i].startsWith('--') || !(KNOWN_FLAGS.has(name) || KNOWN_OPTIONS.has(name))) {
@@ -79,7 +81,7 @@ function fail(message) {
   process.exit(2);
 }
 if (flag('help')) {
-  console.error('usage: node --expose-gc bench/run.mjs [--quick] [--only w,…] [--peers p,…] [--pattern batched,single] [--n N,…] [--sessions S] [--loadgens L] [--out DIR] [--no-charts]\nsee bench/README.md');
+  console.error('usage: node --expose-gc bench/run.mjs [--quick] [--only w,…] [--peers p,…] [--pattern batched,single] [--n N,…] [--sessions S] [--loadgens L] [--uris U] [--latency-rounds R] [--ours-build DIR] [--out DIR] [--no-charts]\nsee bench/README.md');
   process.exit(0);
 }
 
@@ -108,15 +110,18 @@ const PER_LOADGEN = Math.min(16_000, FD_LIMIT - 1_000);
 const QUICK = flag('quick');
 const PEERS = [
   { id: 'baseline', label: 'baseline (node:http res.write)' },
+  { id: 'ceiling', label: 'ceiling (node:http, socket.write per frame)' },
   { id: 'ours', label: 'mcp-rx-streams' },
   { id: 'sdk-v2', label: '@modelcontextprotocol/server 2.x' },
   { id: 'better-sse', label: 'better-sse Channel' },
 ];
 // The legacy era (2025-11-25 sessions, GET SSE, `resources/subscribe`) has its own peers: a
 // hand-written legacy baseline, ours (the same McpEndpoint, which serves both eras) and the SDK 1.x.
-// `--peers baseline` selects both baselines.
+// `--peers baseline` selects both baselines, `--peers ceiling` both ceilings (issue 22: the
+// baselines with each frame one chunk string written on the socket, peers/ceiling.mjs).
 const LEGACY_PEERS = [
   { id: 'baseline', server: 'legacy-baseline', label: 'legacy baseline (node:http res.write)' },
+  { id: 'ceiling', server: 'legacy-ceiling', label: 'legacy ceiling (node:http, socket.write per frame)' },
   { id: 'ours', server: 'ours', label: 'mcp-rx-streams' },
   { id: 'sdk-v1', server: 'sdk-v1', label: '@modelcontextprotocol/sdk 1.x' },
 ];
@@ -127,7 +132,7 @@ const PATTERNS = [
 ];
 
 const peersWanted = list('peers');
-for (const id of peersWanted ?? []) if (![...PEERS, ...LEGACY_PEERS].some((p) => p.id === id)) fail(`--peers: unknown peer ${id} (baseline, ours, sdk-v2, better-sse, sdk-v1)`);
+for (const id of peersWanted ?? []) if (![...PEERS, ...LEGACY_PEERS].some((p) => p.id === id)) fail(`--peers: unknown peer ${id} (${[...new Set([...PEERS, ...LEGACY_PEERS].map((p) => p.id))].join(', ')})`);
 const pick = (peers) => peers.filter((p) => peersWanted === undefined || peersWanted.includes(p.id));
 const MODERN = pick(PEERS);
 const LEGACY = pick(LEGACY_PEERS);
@@ -147,47 +152,12 @@ const URI_COUNT = option('uris') === undefined ? 10 : Number(option('uris'));
 if (!(Number.isInteger(URI_COUNT) && URI_COUNT > 0 && URI_COUNT <= 100)) fail('--uris: an integer from 1 to 100');
 const loadgensOption = option('loadgens') === undefined ? undefined : Number(option('loadgens'));
 if (loadgensOption !== undefined && !(Number.isInteger(loadgensOption) && loadgensOption > 0 && loadgensOption < 250)) fail('--loadgens: an integer from 1 to 249');
+const latencyRounds = option('latency-rounds') === undefined ? undefined : Number(option('latency-rounds'));
+if (latencyRounds !== undefined && !(Number.isInteger(latencyRounds) && latencyRounds >= 0)) fail('--latency-rounds: an integer from 0 (no latency rounds)');
 
-// quick (smoke check, about a minute plus the build): one session per shape with one pass per
-// publish pattern, small K and N, few latency rounds, short slow-consumer, churn and storm runs.
-// full: three sessions (fresh processes) per shape, one pass per pattern each; N up to 15 000.
-// Memory and latency come from every session.
-const config = QUICK
-  ? {
-      sessions: 1,
-      passes: 1,
-      fanout: [
-        { n: 100, k: 200, rounds: 0 },
-        { n: 1000, k: 30, rounds: 10 },
-      ],
-      legacy: [{ n: 200, k: 50, rounds: 10 }],
-      slow: { healthy: 100, k: 2_000, ms: 500 },
-      slowReps: 1,
-      slowReference: false, // no run without the stalled stream: no p99 ratio
-      churn: 1_000,
-      storm: { n: 100, k: 200 },
-    }
-  : {
-      sessions: 3,
-      passes: 1,
-      fanout: [
-        { n: 100, k: 10_000, rounds: 0 },
-        { n: 1000, k: 1000, rounds: 50 },
-        { n: 10_000, k: 100, rounds: 50 },
-        { n: 15_000, k: 100, rounds: 50 },
-      ],
-      legacy: [
-        { n: 1000, k: 1000, rounds: 50 },
-        { n: 10_000, k: 100, rounds: 50 },
-        { n: 15_000, k: 100, rounds: 50 },
-      ],
-      slow: { healthy: 100, k: 100_000, ms: 10_000 },
-      slowReps: 3,
-      slowReference: true,
-      churn: 20_000,
-      storm: { n: 1000, k: 1000 },
-    };
+const config = modeConfig(QUICK);
 if (sessionsOption !== undefined) config.sessions = config.slowReps = sessionsOption;
+if (latencyRounds !== undefined) for (const shape of [...config.fanout, ...config.legacy]) if (shape.rounds > 0) shape.rounds = latencyRounds;
 if (nWanted !== undefined) {
   const modeNs = `listen ${config.fanout.map((s) => s.n).join(', ')}; legacy ${config.legacy.map((s) => s.n).join(', ')}`;
   config.fanout = config.fanout.filter((s) => nWanted.includes(s.n));
@@ -199,25 +169,26 @@ if (nWanted !== undefined) {
 }
 const SERVER_ARGS = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
 
-// The whole run uses one build: dist/ is copied once, and every server process (peers/ours.mjs)
-// and encode.mjs import the copy through BENCH_DIST, so a rebuild of dist/ during a long run (the
-// tree is shared) cannot mix two builds in one table. The copy sits under node_modules/.cache so
-// that the package's own dependencies resolve from it; it is removed at exit.
-const SNAPSHOT = here(`../node_modules/.cache/mcp-rx-streams-bench/dist-${process.pid}`);
+// The whole run uses one build: dist/ (or --ours-build DIR) is copied once, and every server process
+// (peers/ours.mjs) and encode.mjs import the copy through BENCH_DIST, so a rebuild during a long run
+// (the tree is shared) cannot mix two builds in one table (bench/build.mjs). A BENCH_DIST already
+// set (bench/compare-builds.mjs sets it to its own copy) is used as it is.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
+let BUILD;
+if (option('ours-build') !== undefined && process.env.BENCH_DIST !== undefined) fail('--ours-build and BENCH_DIST both name a build: give one');
 if (process.env.BENCH_DIST === undefined) {
+  let dist;
   try {
-    cpSync(here('../dist'), SNAPSHOT, { recursive: true });
+    dist = resolveBuild(option('ours-build') ?? OWN_DIST);
   } catch (error) {
-    fail(`cannot copy dist/ (run npm run build first): ${error.message}`);
+    fail(option('ours-build') === undefined ? `no build in dist/ (run npm run build first): ${error.message}` : `--ours-build: ${error.message}`);
   }
-  writeFileSync(path.join(SNAPSHOT, 'package.json'), '{"type":"module"}\n');
-  process.env.BENCH_DIST = pathToFileURL(path.join(SNAPSHOT, 'index.js')).href;
-  process.on('exit', () => rmSync(SNAPSHOT, { recursive: true, force: true }));
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
+  BUILD = describeBuild(dist);
+  process.env.BENCH_DIST = snapshotBuild(dist, 'dist');
 }
 const loadgensFor = (n) => loadgensOption ?? Math.max(1, Math.ceil(n / PER_LOADGEN));
 
-const partial = ['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens', 'uris'].some((o) => option(o) !== undefined) || SERVER_ARGS.length > 0;
+const partial = ['only', 'peers', 'pattern', 'n', 'sessions', 'loadgens', 'uris', 'latency-rounds', 'ours-build'].some((o) => option(o) !== undefined) || SERVER_ARGS.length > 0;
 const OUT = path.resolve(option('out') ?? here(`results/${QUICK ? 'quick' : partial ? 'partial' : 'full'}`));
 
 // ---------- child processes ----------
@@ -539,10 +510,10 @@ function header() {
     `# mcp-rx-streams benchmarks${QUICK ? ' (--quick)' : ''}`,
     '',
     `- node ${process.version} · ${os.cpus()[0]?.model ?? 'unknown cpu'} × ${os.cpus().length} cores · ${os.platform()} ${os.arch()} · ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB · ulimit -n ${softText} · load average at start ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`,
-    `- mcp-rx-streams ${ours} (dist/) · @modelcontextprotocol/server ${versionOf('@modelcontextprotocol/server')} (+ @hono/node-server ${versionOf('@hono/node-server')}) · @modelcontextprotocol/sdk ${versionOf('@modelcontextprotocol/sdk')} · better-sse ${versionOf('better-sse')} · rxjs ${versionOf('rxjs')} · mitata ${versionOf('mitata')}`,
-    `- medians over ${config.sessions} session(s) per shape (fresh server and load-generator processes each) × ${config.passes} throughput pass(es) per publish pattern per session; publish patterns: ${PATTERN.map((p) => `${p.id} = ${p.label}`).join(', ') || 'none'}; ratios to the baseline's median (legacy rows: to the legacy baseline's); server and load generator share the machine's 2 cores`,
+    `- mcp-rx-streams ${ours} (the build below) · @modelcontextprotocol/server ${versionOf('@modelcontextprotocol/server')} (+ @hono/node-server ${versionOf('@hono/node-server')}) · @modelcontextprotocol/sdk ${versionOf('@modelcontextprotocol/sdk')} · better-sse ${versionOf('better-sse')} · rxjs ${versionOf('rxjs')} · mitata ${versionOf('mitata')}`,
+    `- medians over ${config.sessions} session(s) per shape (fresh server and load-generator processes each) × ${config.passes} throughput pass(es) per publish pattern per session; publish patterns: ${PATTERN.map((p) => `${p.id} = ${p.label}`).join(', ') || 'none'}; ratios to the baseline's median (legacy rows: to the legacy baseline's), and ÷ ceiling to the ceiling's when it ran (issue 22; it bounds the 1/turn rows only); server and load generator share the machine's 2 cores`,
     `- load-generator processes: ${spread || '—'} (at most ${fmt.int(PER_LOADGEN)} sockets each, one loopback source address each); every stream / session subscribes to ${URI_COUNT} URI${URI_COUNT === 1 ? '' : 's'} and the throughput and slow-consumer publishes rotate over them`,
-    `- dist/ copied at the start of the run (${process.env.BENCH_DIST}): one build throughout`,
+    `- ours: ${BUILD === undefined ? 'the build BENCH_DIST names' : BUILD.text}, copied at the start of the run (${process.env.BENCH_DIST}): one build throughout`,
   ].join('\n');
 }
 
@@ -790,25 +761,34 @@ function fanoutTables(era, peers, baseId, unit, headings) {
   const ns = [...new Set(rowsOf.map((r) => r.n))].sort((a, b) => a - b);
   const versus = `vs ${peers.find((p) => p.id === baseId)?.label.replace(/ \(.*/, '') ?? baseId}`;
   const failed = (row) => `failed: ${row?.error ?? 'not run'}`;
+  // A "÷ ceiling" column after each "vs baseline" one when the ceiling ran in this era (issue 22):
+  // every peer's figure over the ceiling's median of the same N (and publish pattern).
+  const ceilingLabel = peers.find((p) => p.id === 'ceiling')?.label.replace(/ \(.*/, '');
+  const withCeiling = ceilingLabel !== undefined && rowsOf.some((r) => r.peerId === 'ceiling' && !r.error);
+  const overCeiling = withCeiling ? `÷ ${ceilingLabel}` : undefined;
+  const ceilingRatio = (v, ceilingValue) => (withCeiling ? [fmt.ratio(v, ceilingValue)] : []);
   if (headings.throughput) {
     out.push('', headings.throughput, '');
     const rows = [];
     for (const n of ns) {
       for (const pattern of PATTERN) {
         const base = get(baseId, n)?.patterns?.[pattern.id];
+        const ceiling = get('ceiling', n)?.patterns?.[pattern.id];
         for (const peer of peers) {
           const row = get(peer.id, n);
           const p = row?.patterns?.[pattern.id];
           if (p === undefined) {
-            if (row?.error) rows.push([`N=${fmt.int(n)} · ${pattern.label} · ${peer.label}`, '—', '—', '—', '—', '—', '—', failed(row)]);
+            if (row?.error) rows.push([`N=${fmt.int(n)} · ${pattern.label} · ${peer.label}`, '—', '—', ...ceilingRatio(), '—', '—', ...ceilingRatio(), '—', '—', failed(row)]);
             continue;
           }
           rows.push([
             `N=${fmt.int(n)} · ${pattern.label} · ${peer.label}`,
             fmt.int(p.fps),
             fmt.ratio(p.fps, base?.fps),
+            ...ceilingRatio(p.fps, ceiling?.fps),
             fmt.us(p.cpuPerFrame),
             fmt.ratio(p.cpuPerFrame, base?.cpuPerFrame),
+            ...ceilingRatio(p.cpuPerFrame, ceiling?.cpuPerFrame),
             `${fmt.pct(p.serverBusy)} / ${fmt.pct(p.loadgenBusy)}`,
             String(p.lost),
             `K=${row.k}, ${p.passes} pass${p.passes === 1 ? '' : 'es'}${p.complete ? '' : ', incomplete'}${p.dropped ? `, dropped ${fmt.int(p.dropped)}` : ''}${p.coalesced ? `, coalesced ${fmt.int(p.coalesced)}` : ''}`,
@@ -816,21 +796,36 @@ function fanoutTables(era, peers, baseId, unit, headings) {
         }
       }
     }
-    out.push(table([`${unit} · publish pattern · peer`, 'frames/s', versus, 'server CPU µs/frame', versus, 'busy: server / load gen', 'lost (max)', 'notes'], rows));
+    out.push(table([`${unit} · publish pattern · peer`, 'frames/s', versus, ...(withCeiling ? [overCeiling] : []), 'server CPU µs/frame', versus, ...(withCeiling ? [overCeiling] : []), 'busy: server / load gen', 'lost (max)', 'notes'], rows));
+    if (withCeiling) {
+      out.push(
+        '',
+        `"${overCeiling}": the peer's median over the ${ceilingLabel}'s (peers/${era === 'legacy' ? 'legacy-ceiling' : 'ceiling'}.mjs: the hand-written baseline with each frame one chunk string written on the socket, what Node allows). It bounds the 1/turn rows only: at 10/turn it makes a syscall per frame where a peer that writes once per stream per turn makes one, so a peer may beat it there.`,
+      );
+    }
   }
   if (headings.latency) {
     const rows = [];
     for (const n of ns) {
       const base = get(baseId, n);
+      const ceiling = get('ceiling', n);
       for (const peer of peers) {
         const row = get(peer.id, n);
         if (row?.p99 === undefined) continue;
-        rows.push([`N=${fmt.int(n)} ${peer.label} (${row.rounds} rounds)`, fmt.ms(row.p50), fmt.ratio(row.p50, base?.p50), fmt.ms(row.p99), fmt.ratio(row.p99, base?.p99)]);
+        rows.push([
+          `N=${fmt.int(n)} ${peer.label} (${row.rounds} rounds)`,
+          fmt.ms(row.p50),
+          fmt.ratio(row.p50, base?.p50),
+          ...ceilingRatio(row.p50, ceiling?.p50),
+          fmt.ms(row.p99),
+          fmt.ratio(row.p99, base?.p99),
+          ...ceilingRatio(row.p99, ceiling?.p99),
+        ]);
       }
     }
     if (rows.length > 0) {
       out.push('', headings.latency, '');
-      out.push(table([`${unit} · peer`, 'p50', versus, 'p99', versus], rows));
+      out.push(table([`${unit} · peer`, 'p50', versus, ...(withCeiling ? [overCeiling] : []), 'p99', versus, ...(withCeiling ? [overCeiling] : [])], rows));
     }
   }
   if (headings.memory) {
@@ -838,13 +833,22 @@ function fanoutTables(era, peers, baseId, unit, headings) {
     const rows = [];
     for (const n of ns.filter((n) => n >= headings.memoryFrom)) {
       const base = get(baseId, n);
+      const ceiling = get('ceiling', n);
       for (const peer of peers) {
         const row = get(peer.id, n);
         if (row === undefined || row.error) continue;
-        rows.push([`N=${fmt.int(n)} ${peer.label}`, fmt.kb(row.heapPerStream), fmt.ratio(row.heapPerStream, base?.heapPerStream), fmt.kb(row.rssPerStream), fmt.ratio(row.rssPerStream, base?.rssPerStream)]);
+        rows.push([
+          `N=${fmt.int(n)} ${peer.label}`,
+          fmt.kb(row.heapPerStream),
+          fmt.ratio(row.heapPerStream, base?.heapPerStream),
+          ...ceilingRatio(row.heapPerStream, ceiling?.heapPerStream),
+          fmt.kb(row.rssPerStream),
+          fmt.ratio(row.rssPerStream, base?.rssPerStream),
+          ...ceilingRatio(row.rssPerStream, ceiling?.rssPerStream),
+        ]);
       }
     }
-    out.push(table([`${unit} · peer`, `heap KB/${headings.memoryUnit}`, versus, `RSS KB/${headings.memoryUnit}`, versus], rows));
+    out.push(table([`${unit} · peer`, `heap KB/${headings.memoryUnit}`, versus, ...(withCeiling ? [overCeiling] : []), `RSS KB/${headings.memoryUnit}`, versus, ...(withCeiling ? [overCeiling] : [])], rows));
   }
 }
 

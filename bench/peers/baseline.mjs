@@ -1,8 +1,9 @@
-// The ceiling reference: a hand-written node:http `subscriptions/listen` server. It parses the
+// The hand-written reference ("baseline"): a node:http `subscriptions/listen` server. It parses the
 // request, writes the ack, keeps each stream in a per-topic Set and writes every notification
 // with one `res.write` of a frame built from a prefix encoded once per publish plus the stream's
 // own subscription id (DESIGN M5: every message carries its stream's id). No queue, no caps, no
 // timers per stream (one keep-alive interval for all streams), no backpressure handling.
+// peers/ceiling.mjs is this server with each frame written as one chunk string on the socket.
 import { honoured, readJson, SSE_HEADERS, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
 
 export const name = 'baseline';

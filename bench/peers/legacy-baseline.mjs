@@ -1,11 +1,12 @@
-// The legacy-era ceiling reference: a hand-written node:http server for 2025-11-25 sessions.
+// The legacy-era hand-written reference ("legacy baseline"): a node:http server for 2025-11-25 sessions.
 // `initialize` answers JSON with a random `Mcp-Session-Id`; notifications get 202; `GET /mcp`
 // opens the session's SSE stream (headers flushed at once); `resources/subscribe` adds the session
 // to a per-URI Set and answers `{}`. A publish writes, per subscribed session with a live stream,
 // one `res.write` of the frame built from a body encoded once per publish plus the session's next
 // event id (DESIGN L7: every frame carries a per-session increasing `id:`, in the same byte layout
 // as ours). No replay buffer, no caps, no idle eviction, no per-session timers (one keep-alive
-// interval for all streams), no backpressure handling.
+// interval for all streams), no backpressure handling. peers/legacy-ceiling.mjs is this server
+// with each frame written as one chunk string on the socket.
 import { randomUUID } from 'node:crypto';
 import { readJson, SSE_HEADERS } from './common.mjs';
 
