@@ -2,80 +2,55 @@
 //
 // It loads the core, the operators and the server adapters, nothing heavier: the undici client is
 // `mcp-rx-streams/client`, the Redis fleet `mcp-rx-streams/redis` (needs ioredis), the Prometheus
-// bridge `mcp-rx-streams/metrics` (needs prom-client). spec/package.spec.ts checks that every
-// export of lib/index.ts is re-exported here.
+// bridge `mcp-rx-streams/metrics` (needs prom-client). spec/package-entry.spec.ts checks that every
+// export of the core's modules (lib/) is exported here or named internal there.
 
 /* Hub */
-export { Hub, NotificationMethod } from './lib/index.js';
-export type { HubBus, HubEvent, HubOptions, PublishOptions, TaskStatus, TopicSelector } from './lib/index.js';
+export { Hub, NotificationMethod } from './lib/hub.js';
+export type { HubBus, HubEvent, HubOptions, PublishOptions, TaskStatus, TopicSelector } from './lib/hub.js';
 
 /* Listen assembly */
-export { notifications } from './lib/index.js';
-export {
-  acknowledgedNotification,
-  authorizeListenFilter,
-  clientDeclaresTasks,
-  filterNames,
-  parseListenFilter,
-  MAX_FILTER_ENTRIES,
-  MAX_TASK_ID_BYTES,
-  MAX_URI_BYTES,
-  CLIENT_CAPABILITIES_META_KEY,
-  TASKS_EXTENSION_ID,
-} from './lib/index.js';
-export type { FilterName, ListenFilter, ResourceAuthorizer, ServerCapabilities } from './lib/index.js';
-export {
-  DEFAULT_LISTEN_OPTIONS,
-  DEFAULT_STREAM_LIMITS,
-  MAX_TIMER_DELAY,
-  positiveInteger,
-  resolveListenOptions,
-  resolveStreamLimits,
-} from './lib/index.js';
-export type { CloseNoticeMode, ListenOptions, StreamLimits } from './lib/index.js';
+export { notifications } from './lib/notifications.js';
+export { acknowledgedNotification, authorizeListenFilter, clientDeclaresTasks, filterNames, parseListenFilter, MAX_FILTER_ENTRIES, MAX_TASK_ID_BYTES, MAX_URI_BYTES, CLIENT_CAPABILITIES_META_KEY, TASKS_EXTENSION_ID } from './lib/filter.js';
+export type { FilterName, ListenFilter, ResourceAuthorizer, ServerCapabilities } from './lib/filter.js';
+export { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY, resolveListenOptions, resolveStreamLimits } from './lib/options.js';
+export { positiveInteger } from './lib/validate.js';
+export type { CloseNoticeMode, ListenOptions, StreamLimits } from './lib/options.js';
 
 /* Frames and encoding */
-export { controlFrame, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './lib/index.js';
-export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, PrimingFrame, TopicKind } from './lib/index.js';
-export { encodedByteLength, encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './lib/index.js';
-export type { SseEvent } from './lib/index.js';
+export { controlFrame, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './lib/frame.js';
+export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, PrimingFrame, TopicKind } from './lib/frame.js';
+export { encodedByteLength, encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './lib/encode.js';
+export type { SseEvent } from './lib/encode.js';
 
 /* JSON-RPC and errors */
-export { ErrorCode, isJsonRpcId, JsonRpcError, MAX_REQUEST_ID_BYTES, SUBSCRIPTION_ID_META_KEY } from './lib/index.js';
-export type {
-  JsonRpcErrorObject,
-  JsonRpcErrorResponse,
-  JsonRpcId,
-  JsonRpcMessage,
-  JsonRpcNotification,
-  JsonRpcRequest,
-  JsonRpcResultResponse,
-} from './lib/index.js';
-export { FrameEncodingError, InvalidOptionError, McpRxError, StalledStreamError } from './lib/index.js';
+export { ErrorCode, isJsonRpcId, JsonRpcError, MAX_REQUEST_ID_BYTES, SUBSCRIPTION_ID_META_KEY } from './lib/jsonrpc.js';
+export type { JsonRpcErrorObject, JsonRpcErrorResponse, JsonRpcId, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResultResponse } from './lib/jsonrpc.js';
+export { FrameEncodingError, InvalidOptionError, McpRxError, StalledStreamError } from './lib/errors.js';
 
 /* Protocol revisions, request context, limits and auth */
-export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './lib/index.js';
-export type { ServerInfo } from './lib/index.js';
-export type { EndpointRequest, MethodHandler, ParsedBody, RequestContext } from './lib/index.js';
-export { StreamSlots } from './lib/index.js';
-export type { Slot } from './lib/index.js';
-export { PrincipalRegistry } from './lib/index.js';
-export type { Admission, PrincipalCap } from './lib/index.js';
-export { addressBucket, anonymous, AuthError } from './lib/index.js';
-export type { AuthInfo } from './lib/index.js';
+export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './lib/protocol.js';
+export type { ServerInfo } from './lib/protocol.js';
+export type { EndpointRequest, MethodHandler, ParsedBody, RequestContext } from './lib/context.js';
+export { StreamSlots } from './lib/slots.js';
+export type { Slot } from './lib/slots.js';
+export { PrincipalRegistry } from './lib/principals.js';
+export type { Admission, PrincipalCap } from './lib/principals.js';
+export { addressBucket, anonymous, AuthError } from './lib/auth.js';
+export type { AuthInfo } from './lib/auth.js';
 
 /* Legacy era: session store, resource providers, replay */
-export { MemorySessionStore } from './lib/index.js';
-export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './lib/index.js';
-export { hubResources } from './lib/index.js';
-export type { HubResourcesOptions, ResourceProvider, ResourceTemplate } from './lib/index.js';
-export { ReplayBuffer } from './lib/index.js';
-export type { EventLog } from './lib/index.js';
-export { isThenable } from './lib/index.js';
+export { MemorySessionStore } from './lib/session.js';
+export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './lib/session.js';
+export { hubResources } from './lib/resources.js';
+export type { HubResourcesOptions, ResourceProvider, ResourceTemplate } from './lib/resources.js';
+export { ReplayBuffer } from './lib/replayBuffer.js';
+export type { EventLog } from './lib/replayBuffer.js';
+export { isThenable } from './lib/replayBuffer.js';
 
 /* Telemetry */
-export { channels, queueTotals } from './lib/index.js';
-export type { DropEvent, ErrorEvent, QueueTotals, StartEvent, StopEvent, StopReason } from './lib/index.js';
+export { channels, queueTotals } from './lib/telemetry.js';
+export type { DropEvent, ErrorEvent, QueueTotals, StartEvent, StopEvent, StopReason } from './lib/telemetry.js';
 
 /* Operators */
 export { ackThenNotify } from './operators/ackThenNotify.js';

@@ -1,6 +1,5 @@
-import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { Subscriber, type TeardownLogic } from 'rxjs';
 import { Broadcast } from '../lib/broadcast.js';
 import { encodeFrame, KEEP_ALIVE_TEXT } from '../lib/encode.js';
 import type { Frame } from '../lib/frame.js';
@@ -8,7 +7,9 @@ import type { EndpointRequest } from '../lib/context.js';
 import type { McpEndpoint } from './endpoint/endpoint.js';
 import type { EndpointResponse } from './endpoint/responses.js';
 import { StalledStreamError } from '../lib/errors.js';
+import { LeanSubscriber } from '../lib/subscribers.js';
 import { reportError } from '../lib/telemetry.js';
+import { ownsSocket, writeChunk } from './socketChunk.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify (`request.raw`, `reply.raw`). */
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody?: unknown) => void;
@@ -162,7 +163,7 @@ function bodyPending(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-function write(response: EndpointResponse, req: IncomingMessage, socket: Socket, res: ServerResponse, graceMs: number): void {
+function write(response: EndpointResponse, req: IncomingMessage, socket: Socket, res: ServerResponse, keepAliveInterval: number): void {
   // The connection may have ended while the request was being handled; a response queued behind
   // another on a keep-alive connection never hears its own 'close' (Node 20): look at the socket.
   if (res.destroyed || res.writableEnded || socket.destroyed) {
@@ -179,7 +180,7 @@ function write(response: EndpointResponse, req: IncomingMessage, socket: Socket,
       res.end();
       return;
     case 'stream':
-      return stream(response, answerHeaders(req, response.headers), socket, res, graceMs);
+      return stream(response, answerHeaders(req, response.headers), socket, res, keepAliveInterval);
   }
 }
 
@@ -188,12 +189,12 @@ function stream(
   headers: Readonly<Record<string, string | number>>,
   socket: Socket,
   res: ServerResponse,
-  graceMs: number,
+  keepAliveInterval: number,
 ): void {
   res.writeHead(response.status, headers);
   // The client learns the stream is open now, not at its first frame (a legacy GET may have none for a while).
   res.flushHeaders();
-  const writer = new SseWriter(res, socket, graceMs);
+  const writer = new SseWriter(res, socket, keepAliveInterval);
   try {
     response.open(writer.demand).subscribe(writer);
   } catch (error) {
@@ -203,16 +204,6 @@ function stream(
   // The connection closed while the stream was being opened.
   if (writer.gone) writer.unsubscribe();
 }
-
-/** node's own `ServerResponse.write`: a response whose `write` is another (middleware) is written through it. */
-const NODE_WRITE = ServerResponse.prototype.write;
-
-/**
- * Whether a response's socket is the connection itself, so that a stream may write its HTTP chunks
- * there: on Node. Bun's and Deno's `node:http` hand out a socket that is not the wire, so there
- * every frame goes through `res.write`.
- */
-const SOCKET_IS_WIRE = typeof process.versions.bun !== 'string' && typeof process.versions.deno !== 'string';
 
 // The streams that got frames in this tick, written out together on the next one.
 let dirty: SseWriter[] = [];
@@ -278,98 +269,73 @@ function onResponseClose(this: ServerResponse): void {
   (this as WrittenResponse)[WRITER]?.connectionClosed();
 }
 
-const GONE = 1;
-const SCHEDULED = 2;
-const PROBING = 4;
-const QUEUED = 8;
-const RES_DRAIN_WATCHED = 16;
-const SOCKET_DRAIN_WATCHED = 32;
-
 /**
  * Writes one stream's frames to its response and reports the socket's demand back. One object
- * per stream (a Subscriber, not an observer object with closures): idle streams are many.
+ * per stream (a Subscriber, not an observer object with closures): idle streams are many. It is a
+ * {@link LeanSubscriber}: the one teardown it gets, its pipeline's, is held in a field.
  *
  * Whatever goes wrong on the write path (a frame that cannot be encoded, a write that throws, a
  * demand signal whose receiver throws) ends this stream alone: the error is reported on
  * `channels.error` (`where: 'adapter'`), the connection is dropped and the stream unsubscribed,
  * which gives back its slot and principal entry. Nothing escapes into a socket callback.
  */
-class SseWriter extends Subscriber<Frame> {
+class SseWriter extends LeanSubscriber<Frame> {
   /** `false` when `write()` returned false, `true` on `'drain'`. */
   readonly demand = new Broadcast<boolean>();
   // The frames a stream gets within one tick (a burst of publishes, a notification and its
   // keep-alive) go out as one write: one HTTP chunk and one syscall instead of one per frame.
   // At most WRITE_CHUNK of them wait: once a write returns false the stream queues upstream.
   private pending = '';
-  // The writer's yes/no states, one small integer (idle streams are many): GONE, SCHEDULED,
-  // PROBING, QUEUED, and whether the response's or the socket's 'drain' is listened to (after a
-  // write left the client busy; the listener is made then: most streams never wait for a drain).
-  private flags = 0;
-
-  /** Set when the connection closed. */
-  get gone(): boolean {
-    return (this.flags & GONE) !== 0;
-  }
+  /** The connection closed (or the write path failed): nothing more is written. */
+  gone = false;
+  /** In `dirty`, to be flushed at the end of the tick. */
+  private scheduled = false;
+  /** A probe of a paused connection is due (see `probeLater`). */
+  private probing = false;
+  /** The response waits behind another on its connection, which is watched for it. */
+  private readonly queued: boolean;
+  /** Listening for the response's `'drain'` (made the first time the client was busy through `res.write`). */
+  private resDrainWatched = false;
+  /** Listening for the socket's next `'drain'` (the client was busy with chunks written on the socket). */
+  private socketDrainWatched = false;
   private drainListener: (() => void) | undefined = undefined;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly socket: Socket,
-    private readonly graceMs: number,
+    /** How long closing frames still in the socket's buffer may wait for the client after the end (`keepAliveInterval`). */
+    private readonly keepAliveInterval: number,
   ) {
     super();
     // One listener function for every stream, which finds its writer on the response: no closure
     // per stream. 'on', not 'once' (no wrapper either): connectionClosed is idempotent.
     (res as WrittenResponse)[WRITER] = this;
     res.on('close', onResponseClose);
-    if (res.socket !== socket) {
-      this.flags |= QUEUED;
-      watch(socket, this);
-    }
-  }
-
-  // The stream's teardown, held here: RxJS would make a finalizer array (17 slots) for it.
-  private teardown: TeardownLogic = undefined;
-
-  override add(teardown: TeardownLogic): void {
-    if (this.teardown === undefined && !this.closed && teardown !== undefined && teardown !== null && teardown !== this) {
-      this.teardown = teardown;
-      return;
-    }
-    super.add(teardown);
+    this.queued = res.socket !== socket;
+    if (this.queued) watch(socket, this);
   }
 
   // An override rather than an added teardown: no closure per stream.
   override unsubscribe(): void {
     if (this.closed) return;
     super.unsubscribe();
-    const teardown = this.teardown;
-    this.teardown = undefined;
-    if (teardown !== undefined) {
-      try {
-        if (typeof teardown === 'function') teardown();
-        else if (teardown !== null && 'unsubscribe' in teardown) teardown.unsubscribe();
-      } catch (error) {
-        reportError('adapter', error);
-      }
-    }
     if (this.drainListener !== undefined) {
       this.res.off('drain', this.drainListener);
       this.socket.off('drain', this.drainListener);
     }
     this.res.off('close', onResponseClose);
     (this.res as WrittenResponse)[WRITER] = undefined;
-    if ((this.flags & QUEUED) !== 0) unwatch(this.socket, this);
+    if (this.queued) unwatch(this.socket, this);
   }
 
   /** Tells the stream the client is busy, and listens for the drain that ends it (once per emitter). */
   private busy(onSocket: boolean): void {
     const listener = (this.drainListener ??= () => this.drained());
-    if (onSocket && (this.flags & SOCKET_DRAIN_WATCHED) === 0) {
-      this.flags |= SOCKET_DRAIN_WATCHED;
+    if (onSocket && !this.socketDrainWatched) {
+      this.socketDrainWatched = true;
       this.socket.once('drain', listener);
-    } else if (!onSocket && (this.flags & RES_DRAIN_WATCHED) === 0) {
-      this.flags |= RES_DRAIN_WATCHED;
+    } else if (!onSocket && !this.resDrainWatched) {
+      this.resDrainWatched = true;
       this.res.on('drain', listener);
     }
     this.demand.next(false);
@@ -377,7 +343,7 @@ class SseWriter extends Subscriber<Frame> {
 
   private drained(): void {
     // The socket's listener was a 'once'; the response's stays for the next time.
-    this.flags &= ~SOCKET_DRAIN_WATCHED;
+    this.socketDrainWatched = false;
     try {
       this.demand.next(true);
     } catch (error) {
@@ -387,7 +353,7 @@ class SseWriter extends Subscriber<Frame> {
 
   /** The client went away (the response or its connection closed): nothing more is written. */
   connectionClosed(): void {
-    this.flags |= GONE;
+    this.gone = true;
     this.pending = '';
     this.unsubscribe();
   }
@@ -395,7 +361,7 @@ class SseWriter extends Subscriber<Frame> {
   /** Ends this stream because its write path threw: reported, connection dropped, stream released. */
   fail(error: unknown): void {
     reportError('adapter', error);
-    this.flags |= GONE;
+    this.gone = true;
     this.pending = '';
     try {
       this.res.destroy();
@@ -416,10 +382,10 @@ class SseWriter extends Subscriber<Frame> {
    */
   private probeLater(): void {
     const { socket, res } = this;
-    if ((this.flags & PROBING) !== 0 || res.socket !== socket || !socket.isPaused()) return;
-    this.flags |= PROBING;
+    if (this.probing || res.socket !== socket || !socket.isPaused()) return;
+    this.probing = true;
     setTimeout(() => {
-      this.flags &= ~PROBING;
+      this.probing = false;
       if (this.gone || this.closed || socket.destroyed) return;
       try {
         res.write(KEEP_ALIVE_TEXT);
@@ -430,33 +396,20 @@ class SseWriter extends Subscriber<Frame> {
   }
 
   flush(): void {
-    this.flags &= ~SCHEDULED;
+    this.scheduled = false;
     if (this.pending === '' || this.gone) return;
     const text = this.pending;
     this.pending = '';
+    const { res, socket } = this;
     try {
-      if (this.ownsSocket()) {
-        // One write of the whole HTTP chunk: what `res.write` would send, without its cork, its
-        // tick to uncork and its four-buffer writev per stream (the cost of a frame at 1 per turn).
-        const { socket } = this;
-        if (!socket.write(this.res.chunkedEncoding ? `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n` : text) && socket.writableLength >= BUSY_BYTES) {
-          this.busy(true);
-        }
-      } else if (!this.res.write(text) && this.res.writableLength >= BUSY_BYTES) this.busy(false);
+      // One write of the whole HTTP chunk straight on the socket when that is what res.write would
+      // send (see socketChunk.ts), else through res.write.
+      if (ownsSocket(res, socket)) {
+        if (!writeChunk(res, socket, text) && socket.writableLength >= BUSY_BYTES) this.busy(true);
+      } else if (!res.write(text) && res.writableLength >= BUSY_BYTES) this.busy(false);
     } catch (error) {
       this.fail(error);
     }
-  }
-
-  /**
-   * True when this stream may write its chunks to the socket itself: the response is node's own
-   * `write` (no middleware wraps it, say a compression layer), it is the response the connection
-   * is serving now, and node holds none of its bytes (its head went out; nothing is queued behind
-   * an earlier response on a keep-alive connection). Otherwise frames go through `res.write`.
-   */
-  private ownsSocket(): boolean {
-    const { res, socket } = this;
-    return SOCKET_IS_WIRE && res.write === NODE_WRITE && res.socket === socket && res.headersSent && res.writableLength === socket.writableLength && !socket.destroyed;
   }
 
   protected override _next(frame: Frame): void {
@@ -470,14 +423,14 @@ class SseWriter extends Subscriber<Frame> {
     if (frame.type === 'comment') this.probeLater();
     if (this.pending.length >= WRITE_CHUNK) {
       this.flush();
-    } else if ((this.flags & SCHEDULED) === 0) {
-      this.flags |= SCHEDULED;
+    } else if (!this.scheduled) {
+      this.scheduled = true;
       if (dirty.push(this) === 1) process.nextTick(flushDirty);
     }
   }
 
   protected override _error(error: unknown): void {
-    // The stream failed (say, a client that never took its closing frames): drop the connection.
+    // The stream failed (say, its client was not reading when it closed): drop the connection.
     if (!(error instanceof StalledStreamError)) reportError('adapter', error);
     try {
       this.res.destroy();
@@ -488,13 +441,13 @@ class SseWriter extends Subscriber<Frame> {
 
   protected override _complete(): void {
     try {
-      const { res, graceMs } = this;
+      const { res } = this;
       this.flush();
       res.end();
-      // The closing frames may still sit in the socket's buffer of a client that stopped reading:
-      // it gets one keep-alive interval to take them, then the connection is dropped.
+      // The closing frames may still sit in the socket's buffer: the client gets one keep-alive
+      // interval to take them, then the connection is dropped (the slot is given back already).
       if (!res.writableFinished && !this.socket.destroyed) {
-        const timer = setTimeout(() => res.destroy(), graceMs);
+        const timer = setTimeout(() => res.destroy(), this.keepAliveInterval);
         timer.unref();
         const clear = () => clearTimeout(timer);
         res.once('close', clear);

@@ -66,13 +66,14 @@ export class AckStage extends Stage<Frame> {
     this.out.push(frame);
   }
 
+  // A source that ends (or fails) before the ack went out still gets it first.
   override end(): void {
     this.sendAck();
-    this.out.end();
+    super.end();
   }
 
   override fail(error: unknown): void {
     this.sendAck();
-    this.out.fail(error);
+    super.fail(error);
   }
 }

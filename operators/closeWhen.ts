@@ -163,8 +163,11 @@ export interface ClosePlan {
   /** The outside signals, and (at the same index) the reason each closes with. */
   readonly signals: readonly Observable<unknown>[];
   readonly signalReasons: readonly CloseReason[];
-  /** Signals attached to directly (distinct Broadcasts): bit i set for `signals[i]`. */
-  readonly direct: number;
+  /**
+   * Whether the stage attaches itself to `signals[i]` (a {@link Broadcast}, not listed earlier)
+   * instead of subscribing to it: no subscriber per stream for an endpoint's shared shutdown signal.
+   */
+  readonly attach: readonly boolean[];
   /** Triggers of your own: given the frames, subscribed. */
   readonly custom: readonly CloseTrigger[];
   readonly action: CloseAction;
@@ -200,17 +203,13 @@ export function closePlan(
       signalReasons.push(spec.reason);
     } else if (idle === undefined || spec.ms < idle.ms) idle = spec;
   }
-  let direct = 0;
-  for (let i = 0; i < signals.length; i++) {
-    const signal$ = signals[i];
-    if (signal$ instanceof Broadcast && signals.indexOf(signal$) === i) direct |= 1 << i;
-  }
+  const attach = signals.map((signal$, i) => signal$ instanceof Broadcast && signals.indexOf(signal$) === i);
   return {
     deadlines,
     idle,
     signals,
     signalReasons,
-    direct,
+    attach,
     custom,
     action,
     requestId: extra.requestId,
@@ -280,14 +279,14 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   }
 
   override open(): void {
-    const { deadlines, idle, signals, signalReasons, custom, direct, clock } = this.plan;
+    const { deadlines, idle, signals, signalReasons, custom, attach, clock } = this.plan;
     if (idle !== undefined) this.lastActivity = idle.clock.elapsed();
     if (clock !== undefined) this.openDeadlines(clock, deadlines);
     const supersede$ = this.supersede$;
     if (supersede$ !== undefined) this.follow(supersede$, 'superseded', supersede$ instanceof Broadcast);
     for (let i = 0; i < signals.length && !this.closing; i++) {
       const signal$ = signals[i]!;
-      this.follow(signal$, signalReasons[i]!, (direct & (1 << i)) !== 0 && signal$ !== supersede$);
+      this.follow(signal$, signalReasons[i]!, attach[i]! && signal$ !== supersede$);
     }
     if (custom.length > 0 && !this.closing) {
       const frames = (this.frames = new Subject<Frame>());
@@ -406,11 +405,11 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   }
 
   private release(): void {
-    const { signals, direct, clock } = this.plan;
+    const { signals, attach, clock } = this.plan;
     clock?.remove(this);
     const supersede$ = this.supersede$;
     if (supersede$ instanceof Broadcast) supersede$.detach(this);
-    if (direct !== 0) for (let i = 0; i < signals.length; i++) if ((direct & (1 << i)) !== 0) (signals[i] as Broadcast<unknown>).detach(this);
+    for (let i = 0; i < signals.length; i++) if (attach[i]) (signals[i] as Broadcast<unknown>).detach(this);
     const others = this.others;
     if (others !== undefined) {
       this.others = undefined;

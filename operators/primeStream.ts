@@ -3,7 +3,7 @@ import type { Frame, PrimingFrame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
 import { nonNegativeInteger } from '../lib/validate.js';
 import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
-import { Stage, type StageChain, stageOperator } from './stage.js';
+import { DisposingStage, type StageChain, stageOperator } from './stage.js';
 
 const DECIMAL = /^[0-9]+$/;
 
@@ -63,7 +63,7 @@ export function primePlan(reconnectDelay: number): PrimePlan {
  * stays open for hours does not pass every frame through it.
  * @internal
  */
-export class PrimeStage extends Stage<Frame> implements HeldFramesSink<Frame | string | undefined> {
+export class PrimeStage extends DisposingStage<Frame> implements HeldFramesSink<Frame | string | undefined> {
   // Holds the id being read (a string, or undefined when the log cannot tell) before the frames.
   private held: HeldFrames<Frame | string | undefined> | undefined = undefined;
   private chain: StageChain | undefined = undefined;
@@ -101,11 +101,6 @@ export class PrimeStage extends Stage<Frame> implements HeldFramesSink<Frame | s
   override end(): void {
     if (this.held !== undefined) this.held.end();
     else this.out.end();
-  }
-
-  override fail(error: unknown): void {
-    this.dispose();
-    this.out.fail(error);
   }
 
   override dispose(): void {

@@ -2,7 +2,7 @@ import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame, MessageFrame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
 import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
-import { Stage, stageOperator } from './stage.js';
+import { DisposingStage, stageOperator } from './stage.js';
 
 /**
  * Writes the frames a reconnecting client missed, with their original ids, then the live
@@ -47,7 +47,7 @@ export function replayFrom(lastEventId: string | null | undefined, log: EventLog
  * (no duplicate at the seam). A failed read errors the stream.
  * @internal
  */
-export class ReplayStage extends Stage<Frame> implements HeldFramesSink<Frame | readonly MessageFrame[]> {
+export class ReplayStage extends DisposingStage<Frame> implements HeldFramesSink<Frame | readonly MessageFrame[]> {
   private readonly held = new HeldFrames<Frame | readonly MessageFrame[]>(this);
   private read = false;
   private newestId = Number.NEGATIVE_INFINITY;
@@ -74,11 +74,6 @@ export class ReplayStage extends Stage<Frame> implements HeldFramesSink<Frame | 
     // A source that completes before the replay is written (or while it is) ends after it.
     this.replay();
     this.held.end();
-  }
-
-  override fail(error: unknown): void {
-    this.dispose();
-    this.out.fail(error);
   }
 
   override dispose(): void {

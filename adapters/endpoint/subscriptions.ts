@@ -254,8 +254,6 @@ class HubSubscription implements HubTarget, LiveSubscription {
   }
 }
 
-const SUBSCRIBING = 1;
-const EMITTED_EARLY = 2;
 
 /**
  * A subscription to any other provider's change source (values are only signals): one Subscriber.
@@ -263,7 +261,10 @@ const EMITTED_EARLY = 2;
  * error then fails the subscribe.
  */
 class SourceSubscription extends Subscriber<unknown> implements LiveSubscription {
-  #phase = SUBSCRIBING;
+  /** Its source's subscribe has not returned yet: what it emits or fails with meanwhile is kept for `subscribed`. */
+  #subscribing = true;
+  /** It emitted while subscribing. */
+  #emittedEarly = false;
   #failure: { readonly error: unknown } | undefined = undefined;
   #frame: MessageFrame | undefined = undefined;
 
@@ -277,25 +278,26 @@ class SourceSubscription extends Subscriber<unknown> implements LiveSubscription
 
   /** The source's subscribe returned: its early failure is thrown, its early value handed on. */
   subscribed(): void {
-    const phase = this.#phase;
-    this.#phase = 0;
+    const emittedEarly = this.#emittedEarly;
+    this.#subscribing = false;
+    this.#emittedEarly = false;
     const failure = this.#failure;
     if (failure !== undefined) {
       this.#failure = undefined;
       this.unsubscribe();
       throw failure.error;
     }
-    if ((phase & EMITTED_EARLY) !== 0) this.hand();
+    if (emittedEarly) this.hand();
   }
 
   protected override _next(value: unknown): void {
     if (!mayReceiveValue(value, this.scopes)) return;
-    if ((this.#phase & SUBSCRIBING) !== 0) this.#phase |= EMITTED_EARLY;
+    if (this.#subscribing) this.#emittedEarly = true;
     else this.hand();
   }
 
   protected override _error(error: unknown): void {
-    if ((this.#phase & SUBSCRIBING) !== 0) this.#failure = { error };
+    if (this.#subscribing) this.#failure = { error };
     else reportError('source', error);
     this.forget();
   }

@@ -159,8 +159,6 @@ function onRestoreError(uri: string, error: unknown): void {
   reportError('source', new RestoreError(uri, error));
 }
 
-const ATTACHED = 1;
-const RELEASED = 2;
 
 /**
  * A GET stream of a session, the one object the endpoint keeps for it: its pipeline's source (the
@@ -171,7 +169,10 @@ const RELEASED = 2;
  */
 class StreamHandle implements SessionStream, SourceRegistration {
   entry: FeedEntry | undefined = undefined;
-  #state = 0;
+  /** The pipeline registered its first stage. */
+  #attached = false;
+  /** Given back what it held. */
+  #released = false;
 
   constructor(
     private readonly owner: StreamOwner,
@@ -182,12 +183,12 @@ class StreamHandle implements SessionStream, SourceRegistration {
 
   /** True once the pipeline registered its first stage. */
   get attached(): boolean {
-    return (this.#state & ATTACHED) !== 0;
+    return this.#attached;
   }
 
   /** Registers the pipeline's first stage as the session's feed (completed at once if the stream already ended). */
   attach(entry: FeedEntry): StreamHandle {
-    this.#state |= ATTACHED;
+    this.#attached = true;
     if (this.session.stream === this) this.entry = entry;
     else entry.complete();
     return this;
@@ -198,8 +199,8 @@ class StreamHandle implements SessionStream, SourceRegistration {
   }
 
   unsubscribe(): void {
-    if ((this.#state & RELEASED) !== 0) return;
-    this.#state |= RELEASED;
+    if (this.#released) return;
+    this.#released = true;
     this.slot.release();
     detach(this.owner, this);
   }
