@@ -74,7 +74,7 @@ export { withEventIds } from './operators/withEventIds.js';
 /* Endpoint: MCP over HTTP, transport-neutral (adapters/endpoint/) */
 export { McpEndpoint } from './adapters/endpoint/endpoint.js';
 export type { EndpointStats } from './adapters/endpoint/endpoint.js';
-export type { McpEndpointOptions } from './adapters/endpoint/options.js';
+export type { EmptyListen, McpEndpointOptions } from './adapters/endpoint/options.js';
 export { acceptsEventStream, JSON_HEADERS, SSE_HEADERS } from './adapters/endpoint/responses.js';
 export type { EndpointResponse } from './adapters/endpoint/responses.js';
 export { localhostHosts } from './adapters/endpoint/hostCheck.js';

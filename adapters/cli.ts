@@ -148,6 +148,13 @@ const SERVE_FLAGS: readonly Flag[] = [
   },
   { name: 'max-listens-per-principal', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxListensPerPrincipal), description: "one principal's listen streams; a new one beyond it supersedes the oldest (legacy GET streams are one per session)", parse: count },
   { name: 'max-streams', value: 'N', unit: 'streams', default: String(DEFAULT_STREAM_LIMITS.maxStreams), description: 'open streams server-wide; beyond it a new one gets HTTP 503', parse: count },
+  {
+    name: 'empty-listen',
+    value: 'MODE',
+    default: 'hold',
+    description: "a listen that honoured nothing: hold it open like any other, or answer the empty acknowledgment and the result at once (hold | complete; complete suits serverless hosts)",
+    parse: oneOf('hold', 'complete'),
+  },
   { name: 'capacity-retry-after', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_CAPACITY_RETRY_AFTER), description: 'how long a client refused with HTTP 503 (--max-streams, --max-sessions) is told to wait: Retry-After and data.retryAfterMs', parse: milliseconds() },
   { name: 'max-body-bytes', value: 'BYTES', unit: 'bytes', default: `${DEFAULT_MAX_BODY_BYTES} (${DEFAULT_MAX_BODY_BYTES / MIB} MiB)`, description: 'largest request body; larger ones get HTTP 413', parse: bytes },
   { name: 'body-timeout', value: 'MS', unit: 'milliseconds', default: '10000', description: 'time a request body may take to arrive; slower ones get HTTP 408', parse: milliseconds() },

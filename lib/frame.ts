@@ -3,8 +3,11 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcNotification } from './jsonrpc.j
 /** The kinds of topic a stream can hear about (also the `topic` of a `drop` telemetry event). */
 export type TopicKind = 'tools' | 'prompts' | 'resources' | 'resource' | 'task';
 
-/** Why the server ended a stream (the `reason` of `notifications/cancelled` and of the `stop` event). */
-export type CloseReason = 'max_lifetime' | 'token_expired' | 'idle_timeout' | 'superseded' | 'shutdown';
+/**
+ * Why the server ended a stream (the `reason` of `notifications/cancelled` and of the `stop` event);
+ * `empty_filter`: a listen that honoured nothing, completed at once (the endpoint's `emptyListen: 'complete'`).
+ */
+export type CloseReason = 'max_lifetime' | 'token_expired' | 'idle_timeout' | 'superseded' | 'shutdown' | 'empty_filter';
 
 /**
  * A JSON-RPC message encoded once, to be tagged per stream without encoding it again:

@@ -1,7 +1,7 @@
-import type { Observable, OperatorFunction, SchedulerLike } from 'rxjs';
+import { from, type Observable, type OperatorFunction, type SchedulerLike } from 'rxjs';
 import { Clock } from '../lib/clock.js';
 import { acknowledgedNotification, filterNames, type ListenFilter } from '../lib/filter.js';
-import { controlFrame, type Frame, type MessageFrame } from '../lib/frame.js';
+import { controlFrame, type CloseReason, type Frame, type MessageFrame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
 import { notifications } from '../lib/notifications.js';
@@ -9,7 +9,7 @@ import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
 import { channels, type StopReason } from '../lib/telemetry.js';
 import { epochMs, observable, requestId } from '../lib/validate.js';
 import { AckStage } from './ackThenNotify.js';
-import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeWhen.js';
+import { CloseStage, closePlan, listenClosingFrames, type ClosePlan, type TriggerSpec } from './closeWhen.js';
 import { QueueStage, queuePlan, type QueuePlan } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
 import { Stage, stageOperator } from './stage.js';
@@ -193,6 +193,29 @@ export function servedListen(hub: Hub, plans: ListenPlans, stream: ListenValues,
   return notifications(hub, stream.filter, scopes).pipe(stageOperator<MessageFrame, Frame>(() => listenStages(plans, stream)));
 }
 
+/**
+ * The stream an endpoint answers a listen with when it honoured nothing and completes such listens
+ * at once (`emptyListen: 'complete'`): the empty acknowledgment, then the listen result alone, through
+ * the same stages as a served stream's (ack, tag, telemetry with stop reason `empty_filter`). It
+ * registers nothing and holds no time. @internal
+ */
+export function completedListen(plans: ListenPlans, stream: ListenValues): Observable<Frame> {
+  const ended: StreamEnd = { reason: 'empty_filter', failed: false };
+  return from(listenClosingFrames(stream.requestId, 'result-only', 'empty_filter')).pipe(
+    stageOperator<Frame, Frame>(() => [
+      new AckStage(controlFrame(acknowledgedNotification(stream.filter))),
+      new TagStage(stream.requestId),
+      new TelemetryStage(plans.clock, stream.filter, ended),
+    ]),
+  );
+}
+
+/** How a stream ended, as its telemetry reports it (a {@link CloseStage} says so). */
+interface StreamEnd {
+  readonly reason: CloseReason | undefined;
+  readonly failed: boolean;
+}
+
 /** Publishes the stream's `start` when it opens and its `stop` (with the reason) when it ends. */
 class TelemetryStage extends Stage<Frame> {
   private openedAt = 0;
@@ -200,7 +223,7 @@ class TelemetryStage extends Stage<Frame> {
   constructor(
     private readonly clock: Clock,
     private readonly filter: ListenFilter,
-    private readonly close: CloseStage,
+    private readonly close: StreamEnd,
   ) {
     super();
   }

@@ -133,6 +133,7 @@ export class McpEndpoint {
       access,
       feeds: this.#feeds,
       capacityRetryAfter: this.#capacityRetryAfter,
+      emptyListen: resolved.emptyListen,
     });
     this.#legacy =
       options.legacy === false

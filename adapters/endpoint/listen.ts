@@ -2,15 +2,16 @@ import { Observable, type Subscription } from 'rxjs';
 import { Broadcast, type BroadcastTarget } from '../../lib/broadcast.js';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
-import { authorizeListenFilter, type ListenFilter, parseListenFilter, type ResourceAuthorizer, type ServerCapabilities } from '../../lib/filter.js';
+import { authorizeListenFilter, filterNames, type ListenFilter, parseListenFilter, type ResourceAuthorizer, type ServerCapabilities } from '../../lib/filter.js';
 import type { Frame } from '../../lib/frame.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
-import { type ListenPlans, servedListen } from '../../operators/listenPipeline.js';
+import { completedListen, type ListenPlans, servedListen } from '../../operators/listenPipeline.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
 import type { Slot, StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
 import type { ResourceAccess } from './authorize.js';
+import type { EmptyListen } from './options.js';
 import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
 import { acceptsEventStream, capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
 
@@ -31,6 +32,8 @@ export interface ListenStreamsInit {
   readonly feeds: ProviderFeeds;
   /** Milliseconds a listen refused at `maxStreams` is told to wait (`capacityRetryAfter`). */
   readonly capacityRetryAfter: number;
+  /** What a listen that honoured nothing gets (`emptyListen`). */
+  readonly emptyListen: EmptyListen;
 }
 
 /**
@@ -107,6 +110,12 @@ export class ListenStreams {
       for (const feed of held) this.#init.feeds.release(feed);
       pending.abandon();
       throw error;
+    }
+    if (this.#init.emptyListen === 'complete' && filterNames(authorized).length === 0) {
+      // Nothing honoured and nothing to hold: the empty acknowledgment and the result, no slot kept.
+      pending.abandon();
+      const { plans } = this.#init;
+      return { kind: 'stream', status: 200, headers: SSE_HEADERS, open: () => completedListen(plans, { requestId: id, filter: authorized }), abandon: noop };
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
     return this.#listenResponse(id, authorized, context.auth, pending, lease);
@@ -230,3 +239,5 @@ class StreamRelease {
     this.lease?.release();
   }
 }
+
+function noop(): void {}

@@ -5,7 +5,7 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import type { ServerCapabilities } from '../../lib/filter.js';
 import type { Hub } from '../../lib/hub.js';
 import { resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
-import { milliseconds, positiveInteger } from '../../lib/validate.js';
+import { milliseconds, oneOf, positiveInteger } from '../../lib/validate.js';
 import type { PrincipalCap, PrincipalRegistry } from '../../lib/principals.js';
 import type { ServerInfo } from '../../lib/protocol.js';
 import type { EventLog } from '../../lib/replayBuffer.js';
@@ -180,7 +180,21 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
    * endpoint's 503 (shutting down) carries neither. Defaults to 5000.
    */
   readonly capacityRetryAfter?: number;
+  /**
+   * What a listen whose acknowledged filter is empty gets (nothing asked for was honoured: no
+   * field, or every URI refused). `'hold'`: the stream stays open like any other until its idle
+   * timeout, lifetime or a close (DESIGN M2), which is what the protocol describes and what a
+   * long-running client that adds nothing later expects. `'complete'`: the empty acknowledgment
+   * and then the listen result (`resultType: "complete"`) at once, and the response ends, taking
+   * no slot: pick it on serverless platforms, where an open response is a billed invocation and a
+   * client that asked for nothing gains nothing by holding one (stop reason `empty_filter`).
+   * Defaults to `'hold'`.
+   */
+  readonly emptyListen?: EmptyListen;
 }
+
+/** What a listen with an empty acknowledged filter gets; see {@link McpEndpointOptions.emptyListen}. */
+export type EmptyListen = 'hold' | 'complete';
 
 /** Default of {@link McpEndpointOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
@@ -196,7 +210,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
-  'capacityRetryAfter',
+  'capacityRetryAfter', 'emptyListen',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
   'maxSessionsPerPrincipal', 'reconnectDelay', 'corsOrigins', 'trustProxy',
@@ -216,6 +230,8 @@ export interface ResolvedEndpointOptions {
   readonly bodyTimeout: number;
   /** In milliseconds; defaults to 5000. */
   readonly capacityRetryAfter: number;
+  /** Defaults to `'hold'`. */
+  readonly emptyListen: EmptyListen;
   readonly scheduler: SchedulerLike;
   /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
   readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
@@ -246,6 +262,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
   const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
   const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
   const capacityRetryAfter = options.capacityRetryAfter === undefined ? DEFAULT_CAPACITY_RETRY_AFTER : milliseconds('capacityRetryAfter', options.capacityRetryAfter);
+  const emptyListen = options.emptyListen === undefined ? 'hold' : oneOf<EmptyListen>('emptyListen', options.emptyListen, ['hold', 'complete']);
   const scheduler = options.scheduler ?? asyncScheduler;
   const sessionOptions = resolveSessionOptions({
     sessionIdleTimeout: options.sessionIdleTimeout,
@@ -278,6 +295,7 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     maxBodyBytes,
     bodyTimeout,
     capacityRetryAfter,
+    emptyListen,
     scheduler,
     hostCheck: check,
     cors,

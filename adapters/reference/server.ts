@@ -7,6 +7,7 @@ import type { Subscription } from 'rxjs';
 import { AuthError, type AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/context.js';
 import { McpEndpoint } from '../endpoint/endpoint.js';
+import type { EmptyListen } from '../endpoint/options.js';
 import type { TrustProxy } from '../endpoint/clientAddress.js';
 import type { CorsOrigins } from '../endpoint/cors.js';
 import { localhostHosts } from '../endpoint/hostCheck.js';
@@ -39,6 +40,8 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
   readonly tokenSecret?: string;
   /** Milliseconds a client refused with HTTP 503 for capacity is told to wait, as in {@link McpEndpoint}; defaults to 5000. */
   readonly capacityRetryAfter?: number;
+  /** What a listen that honoured nothing gets, as in {@link McpEndpoint}: `'hold'` (the default) or `'complete'`. */
+  readonly emptyListen?: EmptyListen;
   /** Milliseconds that bursts of file events from one write are merged over; defaults to 50. */
   readonly debounceMs?: number;
   /**
