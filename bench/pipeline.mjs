@@ -1,5 +1,8 @@
 // In-process cost of one listen stream, per variant, side by side (issue 12):
-//   served   listenStream(): the fused listen operator the endpoint serves
+//   endpoint what McpEndpoint serves for a listen request (endpoint.handle, then the response's
+//            stream opened with its own demand): the stages, the plans the endpoint made once, the
+//            slot and the admission, everything a served stream holds but the socket
+//   served   listenStream(): the fused listen operator (public; makes its plans per call)
 //   chain    the README's composition example as written there: notifications(...).pipe(ackThenNotify,
 //            keepAlive, closeWhen([lifetimeCap, idleTimeout]), tagSubscriptionId, dropWhenQueueExceeds) with a
 //            BehaviorSubject demand$
@@ -78,7 +81,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 const cells = [];
 for (const [label, build] of builds) {
   const copy = path.dirname(fileURLToPath(snapshotBuild(build.dir, label === 'baseline' ? 'pipeline-baseline' : 'pipeline-this')));
-  for (const variant of ['served', 'chain']) cells.push({ label, build, copy, variant, runs: [] });
+  for (const variant of ['endpoint', 'served', 'chain']) cells.push({ label, build, copy, variant, runs: [] });
 }
 for (let round = 0; round < ROUNDS; round++) {
   for (let i = 0; i < cells.length; i++) {
@@ -92,11 +95,11 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const rows = cells.map(({ label, variant, runs }) => ({ label, variant, ...medians(runs) }));
-const served = rows.find((row) => row.label === 'this build' && row.variant === 'served');
+const served = rows.find((row) => row.label === 'this build' && row.variant === 'endpoint');
 console.log(`N = ${N} idle streams on one URI, ${FRAMES} publishes, ${ROUNDS} rounds (medians), node ${process.version}`);
 for (const [label, build] of builds) console.log(`${label}: ${build.text}`);
 console.log('');
-console.log('| build | variant | µs per stream-frame | × served | heap per idle stream | µs per open+close | GC pauses per 1M frames |');
+console.log('| build | variant | µs per stream-frame | × this build\'s endpoint | heap per idle stream | µs per open+close | GC pauses per 1M frames |');
 console.log('|---|---|---:|---:|---:|---:|---:|');
 for (const row of rows) {
   console.log(
@@ -145,8 +148,22 @@ async function measure(dist, variant) {
   let received = 0;
   const sink = { next: () => received++, error: (error) => { throw error; } };
 
+  const endpoint = new lib.McpEndpoint({ hub, capabilities: { resources: true }, maxStreams: N + 1000, maxListensPerPrincipal: N + 1000 });
+  const headers = { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2026-07-28' };
+  const served = async (id) => {
+    const response = await endpoint.handle({
+      method: 'POST',
+      header: (name) => headers[name],
+      remoteAddress: '127.0.0.1',
+      body: { parsed: { jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications: filter } } },
+    });
+    if (response.kind !== 'stream') throw new Error(`the endpoint answered ${response.status}: ${response.body}`);
+    return response.open(new Broadcast()).subscribe(sink);
+  };
   // What the endpoint hands each served stream: its own demand and supersede signals.
-  const open = variant === 'served'
+  const open = variant === 'endpoint'
+    ? served
+    : variant === 'served'
     ? (id) => listenStream({ requestId: id, filter, hub, options, demand$: new Broadcast(), supersede$: new Broadcast(), shutdown$ }).subscribe(sink)
     : (id) => {
         // The README's composition example, as written there.
@@ -164,7 +181,7 @@ async function measure(dist, variant) {
 
   // Warm the code paths up on a few streams first.
   const warm = [];
-  for (let i = 0; i < 200; i++) warm.push(open(i));
+  for (let i = 0; i < 200; i++) warm.push(await open(i));
   for (let i = 0; i < 200; i++) hub.notifyResourceUpdated(uri);
   for (const subscription of warm) subscription.unsubscribe();
 
@@ -172,7 +189,7 @@ async function measure(dist, variant) {
   const heapBefore = process.memoryUsage().heapUsed;
   const subscriptions = new Array(N);
   let t = performance.now();
-  for (let i = 0; i < N; i++) subscriptions[i] = open(i + 1);
+  for (let i = 0; i < N; i++) subscriptions[i] = await open(i + 1);
   const openMs = performance.now() - t;
   gc(); gc();
   const heapPerStream = (process.memoryUsage().heapUsed - heapBefore) / N;

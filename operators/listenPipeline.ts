@@ -84,11 +84,30 @@ export interface ListenStreamInit extends ListenPipelineInit {
  *   `shutdown$` or `demand$` is invalid (DESIGN M13).
  */
 export function listenPipeline(init: ListenPipelineInit): OperatorFunction<MessageFrame, Frame> {
-  // The public operator makes its plans for its one stream; an endpoint makes them once (listenPlans).
   const stream = listenValues(init);
-  const plans = listenPlans(resolveListenOptions(init.options), stream.shutdown$, init.scheduler);
+  const plans = plansOf(init.options, stream.shutdown$, init.scheduler);
   return stageOperator(() => listenStages(plans, stream));
 }
+
+/**
+ * The plans of a {@link listenPipeline} call. An endpoint makes its plans once ({@link listenPlans});
+ * a caller of the public operator that passes the same frozen `options` object (or none), the same
+ * `shutdown$` and the same scheduler to every stream gets them made once too, and its streams share
+ * them: the plans of the latest such triple are kept on the options object. Anything else gets
+ * plans of its own (options that are not frozen may change between two calls).
+ */
+function plansOf(options: Partial<ListenOptions> | undefined, shutdown$: Observable<unknown> | undefined, scheduler: SchedulerLike | undefined): ListenPlans {
+  const key = options ?? NO_OPTIONS;
+  if (!Object.isFrozen(key)) return listenPlans(resolveListenOptions(options), shutdown$, scheduler);
+  const kept = keptPlans.get(key);
+  if (kept !== undefined && kept.shutdown$ === shutdown$ && kept.scheduler === scheduler) return kept.plans;
+  const plans = listenPlans(resolveListenOptions(options), shutdown$, scheduler);
+  keptPlans.set(key, { shutdown$, scheduler, plans });
+  return plans;
+}
+
+const NO_OPTIONS: Partial<ListenOptions> = Object.freeze({});
+const keptPlans = new WeakMap<object, { readonly shutdown$: Observable<unknown> | undefined; readonly scheduler: SchedulerLike | undefined; readonly plans: ListenPlans }>();
 
 /**
  * The whole per-stream `Observable<Frame>` of a modern listen: `notifications(hub, filter, scopes)
