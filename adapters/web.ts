@@ -209,8 +209,9 @@ function body(response: Extract<EndpointResponse, { kind: 'stream' }>, signal: A
 /**
  * A request body as the endpoint reads it, in chunks, that knows whether it was read to its end.
  * Read through the stream's reader: not every runtime's `ReadableStream` is async-iterable.
+ * @internal also for the SDK router, which reads a listen's body the same way.
  */
-class BodyChunks implements AsyncIterable<Uint8Array> {
+export class BodyChunks implements AsyncIterable<Uint8Array> {
   readonly #stream: ReadableStream<Uint8Array>;
   #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   #ended = false;

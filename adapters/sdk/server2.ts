@@ -12,7 +12,7 @@ import { readJson } from '../endpoint/body.js';
 import { hostFieldError } from '../endpoint/hostCheck.js';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
 import { answerHeaders, nodeHandler, requestHeader, whenParsed } from '../node.js';
-import { MissingClientAddressError, webHandler } from '../web.js';
+import { BodyChunks, MissingClientAddressError, webHandler } from '../web.js';
 
 /**
  * A change event of the SDK 2.x `ServerEventBus` (`ServerEvent` in `@modelcontextprotocol/server`),
@@ -228,7 +228,7 @@ export function sdkRouter<A = unknown>(options: SdkRouterOptions<A>): SdkRouter<
       // The clone is read; the request itself stays unread for whichever handler gets it.
       let parsed: unknown;
       try {
-        parsed = await readBody(webChunks(request.clone().body!), request.headers.get('content-length'), maxBodyBytes, endpoint);
+        parsed = await readBody(new BodyChunks(request.clone().body!), request.headers.get('content-length'), maxBodyBytes, endpoint);
       } catch (error) {
         return refusal(error);
       }
@@ -278,20 +278,6 @@ function isJson(contentType: string | null | undefined): boolean {
 /** A POST's JSON body, read within the router's byte limit and the endpoint's `bodyTimeout`. */
 function readBody(body: AsyncIterable<Uint8Array>, contentLength: string | null | undefined, limit: number, endpoint: McpEndpoint): Promise<unknown> {
   return readJson(body, contentLength ?? undefined, limit, endpoint.bodyTimeout, asyncScheduler);
-}
-
-async function* webChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
-    }
-  } finally {
-    reader.cancel().catch(() => {});
-    reader.releaseLock();
-  }
 }
 
 /** The answer to a body that could not be read (413, 408, 400 `-32700`), as the endpoint gives it; rethrows anything else. */
