@@ -2,7 +2,7 @@ import { Observable, type Subscriber } from 'rxjs';
 import type { ListenFilter } from './filter.js';
 import { mayReceive, type MessageFrame, type TopicKind } from './frame.js';
 import type { Hub, HubTarget } from './hub.js';
-import { arrayOf, boolean, hub as validHub, options as validOptions, string, stringSet } from './validate.js';
+import { arrayOf, boolean, hub as validHub, options as validOptions, string } from './validate.js';
 
 /**
  * The merged notifications of every topic a filter names, straight from the hub.
@@ -20,12 +20,12 @@ import { arrayOf, boolean, hub as validHub, options as validOptions, string, str
  *   are left out (see `mayReceive`). Default: none (only unscoped notifications).
  * @throws InvalidOptionError naming `notifications hub` when `hub` is not a Hub, `notifications
  *   filter` (or the field) when `filter` is not a {@link ListenFilter} (an unknown field, a flag not a
- *   boolean, URIs or task ids not an array of strings), `notifications scopes` when `scopes` is not a Set of strings.
+ *   boolean, URIs or task ids not an array of strings). `scopes` is not checked: it is the
+ *   principal's, which an endpoint's `authenticate` hook returns per request.
  */
 export function notifications(hub: Hub, filter: ListenFilter, scopes?: ReadonlySet<string>): Observable<MessageFrame> {
   validHub('notifications hub', hub);
   listenFilter('notifications filter', filter);
-  if (scopes !== undefined) stringSet('notifications scopes', scopes);
   return new TopicsObservable(hub, filter, scopes);
 }
 

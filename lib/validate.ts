@@ -215,16 +215,6 @@ export function string(label: string, value: unknown, rule?: StringRule): string
   throw new InvalidOptionError(label, rule?.what ?? (rule?.nonEmpty === true ? 'a non-empty string' : 'a string'), value);
 }
 
-/** A `Set` of strings (a principal's scopes). @internal */
-export function stringSet(label: string, value: unknown): ReadonlySet<string> {
-  if (value instanceof Set) {
-    let strings = true;
-    for (const entry of value) strings &&= typeof entry === 'string';
-    if (strings) return value as ReadonlySet<string>;
-  }
-  throw new InvalidOptionError(label, 'a Set of strings', value);
-}
-
 /**
  * An object whose keys are among `known`, each `true`, `false` or absent (an endpoint's
  * `capabilities`): an unknown key is named, since it would advertise nothing.

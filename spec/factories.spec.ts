@@ -176,7 +176,6 @@ const ENTRIES: readonly Entry[] = [
         { what: 'no filter', call: () => main.notifications(hub, undefined as never), option: 'notifications filter' },
         { what: 'a misspelled filter field', call: () => main.notifications(hub, { toolListChanged: true } as never), option: 'notifications filter.toolListChanged' },
         { what: 'a URI that is not a string', call: () => main.notifications(hub, { resourceSubscriptions: [5] } as never), option: 'notifications filter.resourceSubscriptions[0]' },
-        { what: 'scopes an array', call: () => main.notifications(hub, {}, ['read'] as never), option: 'notifications scopes' },
       ],
       resolveListenOptions: [
         { what: 'a string', call: () => main.resolveListenOptions('x' as never), option: 'options' },
