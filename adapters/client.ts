@@ -4,9 +4,10 @@
  */
 import { Observable, type Subscriber } from 'rxjs';
 import { request, type Dispatcher } from 'undici';
-import { InvalidOptionError, McpRxError } from '../lib/errors.js';
-import { isJsonRpcId, type JsonRpcId, type JsonRpcMessage } from '../lib/jsonrpc.js';
+import { McpRxError } from '../lib/errors.js';
+import type { JsonRpcId, JsonRpcMessage } from '../lib/jsonrpc.js';
 import { MODERN_PROTOCOL_VERSION, NEWEST_LEGACY_PROTOCOL_VERSION } from '../lib/protocol.js';
+import { callback, httpUrl, implementing, nonNegativeInteger, object, options as validOptions, recordOf, requestId, string } from '../lib/validate.js';
 import { SseParser, type ParsedSseEvent } from './sseParser.js';
 
 /** The protocol revision `listen` speaks: `'2026-07-28'`. */
@@ -134,16 +135,20 @@ export class ListenClientError extends McpRxError {
  * @param options.dispatcher the undici dispatcher; defaults to the global one.
  * @param options.onComment called for each SSE comment (keep-alives).
  * @param options.bodyTimeout in milliseconds; defaults to undici's 300 000; `0` disables it.
+ * @throws InvalidOptionError naming `listen options` when `options` is not an object, else the
+ *   option that is unknown, missing (`url`, `notifications`) or of the wrong type: `url` not an
+ *   http(s) URL, `id` not a string or finite number, `notifications` not an object, `token` not a
+ *   string, `headers` not an object of strings, `dispatcher` not an undici Dispatcher, `onComment`
+ *   not a function, `bodyTimeout` not a non-negative integer.
  * @see openSse for the legacy `GET` stream
  * @see SseParser
  */
 export function listen(options: ListenClientOptions): Observable<JsonRpcMessage> {
-  const id: JsonRpcId = options.id ?? 1;
-  if (!isJsonRpcId(id)) throw new InvalidOptionError('id', 'a string or a finite number', id);
-  const { notifications } = options;
-  if (typeof notifications !== 'object' || notifications === null || Array.isArray(notifications)) {
-    throw new InvalidOptionError('notifications', 'an object such as { toolsListChanged: true }', notifications);
-  }
+  validOptions<keyof ListenClientOptions>('listen options', options, LISTEN_OPTIONS, { like: '{ url, notifications }' });
+  httpUrl('url', options.url);
+  const id: JsonRpcId = options.id === undefined ? 1 : requestId('id', options.id);
+  const notifications = object<Record<string, unknown>>('notifications', options.notifications, 'an object such as { toolsListChanged: true }');
+  connectionOptions(options);
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id,
@@ -217,9 +222,19 @@ export function listen(options: ListenClientOptions): Observable<JsonRpcMessage>
  * @param init.dispatcher the undici dispatcher; defaults to the global one.
  * @param init.onComment called for each SSE comment.
  * @param init.bodyTimeout in milliseconds; defaults to undici's 300 000; `0` disables it.
+ * @throws InvalidOptionError naming `openSse url` when `url` is not an http(s) URL, `openSse init`
+ *   when `init` is not an object, else the option that is unknown, missing (`sessionId`) or of the
+ *   wrong type (as {@link listen}'s; `sessionId` and `protocolVersion` non-empty strings,
+ *   `lastEventId` a string).
  * @see listen for the modern stream
  */
 export function openSse(url: string | URL, init: OpenSseInit): Observable<ParsedSseEvent> {
+  httpUrl('openSse url', url);
+  validOptions<keyof OpenSseInit>('openSse init', init, OPEN_SSE_OPTIONS, { like: '{ sessionId }' });
+  string('sessionId', init.sessionId, { nonEmpty: true });
+  if (init.lastEventId !== undefined) string('lastEventId', init.lastEventId);
+  if (init.protocolVersion !== undefined) string('protocolVersion', init.protocolVersion, { nonEmpty: true });
+  connectionOptions(init);
   const protocolHeaders: Record<string, string> = {
     accept: 'text/event-stream',
     'mcp-session-id': init.sessionId,
@@ -237,6 +252,22 @@ export function openSse(url: string | URL, init: OpenSseInit): Observable<Parsed
       (event) => subscriber.next(event),
     ),
   );
+}
+
+/** The options {@link listen} and {@link openSse} share. */
+type ConnectionOptions = Pick<ListenClientOptions, 'token' | 'headers' | 'dispatcher' | 'onComment' | 'bodyTimeout'>;
+
+const CONNECTION_OPTIONS: readonly (keyof ConnectionOptions)[] = ['token', 'headers', 'dispatcher', 'onComment', 'bodyTimeout'];
+const LISTEN_OPTIONS: readonly (keyof ListenClientOptions)[] = ['url', 'id', 'notifications', ...CONNECTION_OPTIONS];
+const OPEN_SSE_OPTIONS: readonly (keyof OpenSseInit)[] = ['sessionId', 'lastEventId', 'protocolVersion', ...CONNECTION_OPTIONS];
+
+/** Checks the options {@link listen} and {@link openSse} share. */
+function connectionOptions(options: ConnectionOptions): void {
+  if (options.token !== undefined) string('token', options.token);
+  if (options.headers !== undefined) recordOf('headers', options.headers, 'an object of header names and string values', (label, value) => string(label, value));
+  if (options.dispatcher !== undefined) implementing('dispatcher', options.dispatcher, ['dispatch'], 'an undici Dispatcher (an Agent, a Pool, a Client)');
+  if (options.onComment !== undefined) callback('onComment', options.onComment);
+  if (options.bodyTimeout !== undefined) nonNegativeInteger('bodyTimeout', options.bodyTimeout, 'milliseconds');
 }
 
 interface SseRequest {

@@ -10,6 +10,7 @@ import { StalledStreamError } from '../lib/errors.js';
 import { LeanSubscriber } from '../lib/subscribers.js';
 import { reportError } from '../lib/telemetry.js';
 import { ownsSocket, writeChunk } from './socketChunk.js';
+import { endpoint as validEndpoint } from '../lib/validate.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify (`request.raw`, `reply.raw`). */
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody?: unknown) => void;
@@ -55,9 +56,12 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody
  *   scope.route({ method: ['GET', 'POST', 'DELETE'], url: '/mcp', handler: (request, reply) => { reply.hijack(); handle(request.raw, reply.raw); } });
  * });
  * @param endpoint the endpoint to serve.
+ * @throws InvalidOptionError naming `nodeHandler endpoint` when `endpoint` is not an McpEndpoint (a
+ *   Hub given instead is told to pass `new McpEndpoint({ hub })`).
  * @see webHandler
  */
 export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
+  validEndpoint('nodeHandler endpoint', endpoint);
   return (req, res, parsedBody) => {
     // Taken now: once the request is destroyed (say, a refused body) `req.socket` is null.
     const socket = req.socket;

@@ -3,6 +3,8 @@
  * interpretation" rules (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation).
  */
 
+import { callback } from '../lib/validate.js';
+
 /** One dispatched SSE event, as an `EventSource` would see it. */
 export interface ParsedSseEvent {
   /** The `event:` field of the block, or `'message'` when the block had none (or an empty one). */
@@ -49,6 +51,7 @@ const DIGITS = /^[0-9]+$/;
  * @param onComment called with the text after the `:` of each comment line, verbatim (the
  *   leading space, if any, is kept: `": ping"` reports `" ping"`, a bare `":"` reports `""`);
  *   defaults to ignoring comments.
+ * @throws InvalidOptionError naming `SseParser onEvent` or `SseParser onComment` when it is not a function.
  * @see parseSse for a whole stream at once
  * @see listen and openSse in `adapters/client.ts`, which feed it from an undici response
  */
@@ -68,8 +71,8 @@ export class SseParser {
   private retry: number | undefined = undefined;
 
   constructor(onEvent: (e: ParsedSseEvent) => void, onComment?: (text: string) => void) {
-    this.onEvent = onEvent;
-    this.onComment = onComment;
+    this.onEvent = callback<(e: ParsedSseEvent) => void>('SseParser onEvent', onEvent);
+    this.onComment = onComment === undefined ? undefined : callback<(text: string) => void>('SseParser onComment', onComment);
   }
 
   /**

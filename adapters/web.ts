@@ -4,6 +4,7 @@ import { McpRxError } from '../lib/errors.js';
 import type { McpEndpoint } from './endpoint/endpoint.js';
 import type { EndpointResponse } from './endpoint/responses.js';
 import { reportError } from '../lib/telemetry.js';
+import { endpoint as validEndpoint, options as validOptions, positiveInteger } from '../lib/validate.js';
 
 /** Connection facts a Fetch-API runtime knows but `Request` does not carry. */
 export interface WebConnectionInfo {
@@ -87,10 +88,15 @@ export interface WebHandlerOptions {
  * @param options `highWaterMark` in bytes; defaults to 65 536.
  * @returns `(request, info) => Promise<Response>`; rejects with {@link MissingClientAddressError}
  *   when `info.remoteAddress` is missing or empty and `endpoint.authenticates` is false.
+ * @throws InvalidOptionError naming `webHandler endpoint` when `endpoint` is not an McpEndpoint (a
+ *   Hub given instead is told to pass `new McpEndpoint({ hub })`), `webHandler options` when
+ *   `options` is not an object, or the option that is unknown or not a positive integer (`highWaterMark`).
  * @see nodeHandler
  */
 export function webHandler(endpoint: McpEndpoint, options: WebHandlerOptions = {}): (request: Request, info?: WebConnectionInfo) => Promise<Response> {
-  const highWaterMark = options.highWaterMark ?? 65_536;
+  validEndpoint('webHandler endpoint', endpoint);
+  const given = validOptions<keyof WebHandlerOptions>('webHandler options', options, ['highWaterMark']);
+  const highWaterMark = given.highWaterMark === undefined ? 65_536 : positiveInteger('highWaterMark', given.highWaterMark, 'bytes');
   return async (request, info = {}) => {
     if ((info.remoteAddress === undefined || info.remoteAddress === '') && !endpoint.authenticates) {
       throw new MissingClientAddressError(request.url);

@@ -20,7 +20,16 @@ export class McpRxError extends Error {
   readonly info: object = {};
 }
 
-/** Thrown at construction when an option has a value the library cannot use (DESIGN M13). */
+/**
+ * Thrown at construction when an option or argument has a value the library cannot use (DESIGN
+ * M13): `<option> must be <what is allowed>, got <what was given>`, and after a colon what to do
+ * when the value shows a likely mix-up (`…, got a Hub: pass { hub } instead`).
+ *
+ * @param option the option's or argument's public name (`keepAliveInterval`, `nodeHandler endpoint`).
+ * @param expected what is allowed, as the end of "must be …".
+ * @param value what was given (shown as JSON, or by its class name: `a Hub`).
+ * @param hint what to do instead, when the value suggests it.
+ */
 export class InvalidOptionError extends McpRxError {
   override readonly name = 'InvalidOptionError';
   /** Stable machine-readable code. */
@@ -28,8 +37,8 @@ export class InvalidOptionError extends McpRxError {
   /** The option's name and the rejected value. */
   override readonly info: { readonly option: string; readonly value: unknown };
 
-  constructor(option: string, expected: string, value: unknown) {
-    super(`${option} must be ${expected}, got ${describe(value)}`);
+  constructor(option: string, expected: string, value: unknown, hint?: string) {
+    super(`${option} must be ${expected}, got ${describe(value)}${hint === undefined ? '' : `: ${hint}`}`);
     this.info = { option, value };
   }
 }
@@ -48,10 +57,21 @@ export class FrameEncodingError extends McpRxError {
   }
 }
 
+/**
+ * A value as a message shows it: JSON for data, the class for an instance (`a Hub`, not its private
+ * fields), the name for a function (not its source).
+ */
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return /^class\b/.test(Function.prototype.toString.call(value)) ? `the class ${value.name}` : `a function${value.name === '' ? '' : ` (${value.name})`}`;
   if (value === null || typeof value !== 'object') return String(value);
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null) {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    // "an McpEndpoint": read "em".
+    if (typeof name === 'string' && name !== '' && name !== 'Object') return `${/^(?:[AEIOU]|Mcp)/.test(name) ? 'an' : 'a'} ${name}`;
+  }
   try {
     return JSON.stringify(value);
   } catch {

@@ -1,10 +1,10 @@
 import { beginDispatch, endDispatch } from './clock.js';
 import { Observable, type SchedulerLike } from 'rxjs';
 import { encodeMessage, encodeResourceUpdated } from './encode.js';
-import { InvalidOptionError } from './errors.js';
 import type { MessageFrame, TopicKind } from './frame.js';
 import type { JsonRpcNotification } from './jsonrpc.js';
 import { accountQueue, reportError } from './telemetry.js';
+import { boolean, implementing, object, oneOf, options as validOptions, scheduler as validScheduler, string, type StringRule } from './validate.js';
 import { currentTurn } from './turn.js';
 
 /** A task's status as delivered by `notifications/tasks/status` (MCP tasks); extra members are kept. */
@@ -102,13 +102,29 @@ function listChangedFrame(topic: 'tools' | 'prompts' | 'resources', scope?: stri
   );
 }
 
-/** `options.scope`, checked: a non-empty string, or undefined. */
-function scopeOf(options: PublishOptions | undefined): string | undefined {
-  const scope = options?.scope;
-  if (scope !== undefined && (typeof scope !== 'string' || scope === '')) {
-    throw new TypeError(`a publish's scope must be a non-empty string, got ${typeof scope === 'string' ? '""' : typeof scope}`);
-  }
-  return scope;
+const PUBLISH_OPTIONS: readonly (keyof PublishOptions)[] = ['scope'];
+// Constant rules: the checks on the publish path allocate nothing.
+const URI: StringRule = { what: 'a string (the resource URI)' };
+const TASK_ID: StringRule = { what: 'a string (the task id)' };
+const SCOPE: StringRule = { what: 'a non-empty string (a read scope)', nonEmpty: true };
+
+/** The `scope` of a publish's `options` (of the method `method`), checked: a non-empty string, or undefined. */
+function scopeOf(method: string, options: PublishOptions | undefined): string | undefined {
+  if (options === undefined) return undefined;
+  const label = `hub.${method} options`;
+  const scope = validOptions(label, options, PUBLISH_OPTIONS, { like: "{ scope: 'read:private' }", keyLabel: `${label}.` }).scope;
+  return scope === undefined ? undefined : string(`${label}.scope`, scope, SCOPE);
+}
+
+const TOPIC_KINDS: readonly TopicKind[] = ['tools', 'prompts', 'resources', 'resource', 'task'];
+
+/** The key of a topic selector (the URI of `resource`, the id of `task`), checked; `undefined` for a list. */
+function topicKey(label: string, selector: TopicSelector): string | undefined {
+  object(label, selector, "a TopicSelector such as { topic: 'resource', uri }");
+  const kind = oneOf(`${label}.topic`, selector.topic, TOPIC_KINDS);
+  if (kind === 'resource') return string(`${label}.uri`, (selector as { uri?: unknown }).uri, URI);
+  if (kind === 'task') return string(`${label}.taskId`, (selector as { taskId?: unknown }).taskId, TASK_ID);
+  return undefined;
 }
 
 // List-changed notifications carry nothing: one frozen frame each serves every publish.
@@ -239,50 +255,52 @@ export class Hub {
   private readonly coalesce: boolean;
   private readonly scheduler: SchedulerLike | undefined;
 
-  /** @param options `bus`: relay to other nodes, default none; `coalesce`: collapse storms, default `true`; `scheduler`: virtual time for `coalesce` (see {@link HubOptions}). */
+  /**
+   * @param options `bus`: relay to other nodes, default none; `coalesce`: collapse storms, default `true`; `scheduler`: virtual time for `coalesce` (see {@link HubOptions}).
+   * @throws InvalidOptionError when `options` is not an object, has a key that is not an option, or
+   *   `bus` is not a {@link HubBus} (`publish`, `connect`), `coalesce` not a boolean or `scheduler` not an RxJS `SchedulerLike`.
+   */
   constructor(options: HubOptions = {}) {
-    if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
-      throw new InvalidOptionError('HubOptions.coalesce', 'a boolean', options.coalesce);
-    }
-    if (options.scheduler !== undefined && typeof options.scheduler?.now !== 'function') {
-      throw new InvalidOptionError('HubOptions.scheduler', 'an RxJS SchedulerLike', options.scheduler);
-    }
-    this.coalesce = options.coalesce ?? true;
-    this.scheduler = options.scheduler;
+    const given = validOptions<keyof HubOptions>('Hub options', options, ['bus', 'coalesce', 'scheduler']);
+    this.coalesce = given.coalesce === undefined ? true : boolean('HubOptions.coalesce', given.coalesce);
+    this.scheduler = given.scheduler === undefined ? undefined : validScheduler<SchedulerLike>('HubOptions.scheduler', given.scheduler);
     this.tools = new Topic(this.coalesce, this.scheduler);
     this.prompts = new Topic(this.coalesce, this.scheduler);
     this.resources = new Topic(this.coalesce, this.scheduler);
-    this.bus = options.bus;
+    this.bus = given.bus === undefined ? undefined : implementing<HubBus>('HubOptions.bus', given.bus, ['publish', 'connect'], 'a HubBus (publish, connect), e.g. a RedisBus');
     this.disconnect = this.bus?.connect((event) => this.deliver(event), () => this.resync());
   }
 
   /**
    * Publishes `notifications/tools/list_changed`.
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   * @throws InvalidOptionError naming `hub.notifyToolsChanged options` when `options` is not `{ scope }`
+   *   with a non-empty string (a bare string is refused: pass `{ scope }`).
    */
   notifyToolsChanged(options?: PublishOptions): void {
-    this.notifyList(this.tools, TOOLS_FRAME, TOOLS_EVENT, options);
+    this.notifyList(this.tools, TOOLS_FRAME, TOOLS_EVENT, scopeOf('notifyToolsChanged', options));
   }
 
   /**
    * Publishes `notifications/prompts/list_changed`.
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   * @throws InvalidOptionError naming `hub.notifyPromptsChanged options` as {@link Hub.notifyToolsChanged} does.
    */
   notifyPromptsChanged(options?: PublishOptions): void {
-    this.notifyList(this.prompts, PROMPTS_FRAME, PROMPTS_EVENT, options);
+    this.notifyList(this.prompts, PROMPTS_FRAME, PROMPTS_EVENT, scopeOf('notifyPromptsChanged', options));
   }
 
   /**
    * Publishes `notifications/resources/list_changed`.
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   * @throws InvalidOptionError naming `hub.notifyResourcesChanged options` as {@link Hub.notifyToolsChanged} does.
    */
   notifyResourcesChanged(options?: PublishOptions): void {
-    this.notifyList(this.resources, RESOURCES_FRAME, RESOURCES_EVENT, options);
+    this.notifyList(this.resources, RESOURCES_FRAME, RESOURCES_EVENT, scopeOf('notifyResourcesChanged', options));
   }
 
   /** A list change: the shared frame and event when unscoped, else delivered and relayed with its scope. */
-  private notifyList(topic: Topic, frame: MessageFrame, event: HubEvent, options: PublishOptions | undefined): void {
-    const scope = scopeOf(options);
+  private notifyList(topic: Topic, frame: MessageFrame, event: HubEvent, scope: string | undefined): void {
     if (scope === undefined) {
       topic.emit(frame);
       this.bus?.publish(event);
@@ -293,10 +311,13 @@ export class Hub {
    * Publishes `notifications/resources/updated {uri}` to the streams subscribed to exactly `uri`.
    * @param uri the resource URI, compared as an exact string.
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   * @throws InvalidOptionError naming `hub.notifyResourceUpdated uri` when `uri` is not a string, or
+   *   `hub.notifyResourceUpdated options` as {@link Hub.notifyToolsChanged} does.
    */
   notifyResourceUpdated(uri: string, options?: PublishOptions): void {
-    if (typeof uri !== 'string') throw new TypeError(`notifyResourceUpdated(uri) needs a string URI, got ${typeof uri}`);
-    const scope = scopeOf(options);
+    // The validators run only for a bad value: a publish stays small enough to be inlined.
+    if (typeof uri !== 'string') string('hub.notifyResourceUpdated uri', uri, URI);
+    const scope = scopeOf('notifyResourceUpdated', options);
     this.deliverResource(uri, scope);
     this.bus?.publish(scope === undefined ? { topic: 'resource', uri } : { topic: 'resource', uri, scope });
   }
@@ -305,12 +326,14 @@ export class Hub {
    * Publishes `notifications/tasks/status` with `task` as params to the streams listening to `task.taskId`.
    * @param task the task's status; `taskId` must be a string.
    * @param options `scope`: only principals holding it hear this one; default everyone (see {@link PublishOptions}).
+   * @throws InvalidOptionError naming `hub.notifyTask task` (or `task.taskId`) when `task` is not an
+   *   object with a string `taskId`, or `hub.notifyTask options` as {@link Hub.notifyToolsChanged} does.
    */
   notifyTask(task: TaskStatus, options?: PublishOptions): void {
     if (task === null || typeof task !== 'object' || typeof task.taskId !== 'string') {
-      throw new TypeError('notifyTask(task) needs an object with a string taskId');
+      string('hub.notifyTask task.taskId', object<TaskStatus>('hub.notifyTask task', task, "a TaskStatus such as { taskId: 't1', status: 'working' }").taskId);
     }
-    const scope = scopeOf(options);
+    const scope = scopeOf('notifyTask', options);
     this.deliverTask(task, scope);
     this.bus?.publish(scope === undefined ? { topic: 'task', task } : { topic: 'task', task, scope });
   }
@@ -394,12 +417,11 @@ export class Hub {
    * entry with its last stream.
    *
    * @param selector which topic; resource URIs and task ids are matched exactly.
+   * @throws InvalidOptionError naming `hub.topic selector` (or its `topic`, `uri`, `taskId`) when it
+   *   is not a {@link TopicSelector}: not an object, an unknown kind, a URI or task id not a string.
    */
   topic(selector: TopicSelector): Observable<MessageFrame> {
-    const key = selector.topic === 'resource' ? selector.uri : selector.topic === 'task' ? selector.taskId : undefined;
-    if ((selector.topic === 'resource' || selector.topic === 'task') && typeof key !== 'string') {
-      throw new TypeError(`a topic key must be a string, got ${typeof key}`);
-    }
+    const key = topicKey('hub.topic selector', selector);
     const kind = selector.topic;
     return new Observable<MessageFrame>((subscriber) => {
       this.attach(kind, key, subscriber);
@@ -412,10 +434,14 @@ export class Hub {
    * fused listen pipeline of thousands of streams); undo with {@link Hub.detach}.
    * @param topic the topic kind.
    * @param key the URI (`resource`) or task id (`task`); ignored for the other kinds.
+   * @throws InvalidOptionError naming `hub.attach topic` or `hub.attach key` for an unknown kind or a key that is not a string.
    * @internal
    */
   attach(topic: TopicKind, key: string | undefined, subscriber: HubTarget): void {
-    this.registry(topic, key, true)!.add(subscriber);
+    if ((topic === 'resource' || topic === 'task') && typeof key !== 'string') string('hub.attach key', key, topic === 'resource' ? URI : TASK_ID);
+    const entry = this.registry(topic, key, true);
+    if (entry === undefined) oneOf('hub.attach topic', topic, TOPIC_KINDS);
+    entry!.add(subscriber);
   }
 
   /**

@@ -2,6 +2,7 @@ import { Observable, type Subscriber } from 'rxjs';
 import type { ListenFilter } from './filter.js';
 import { mayReceive, type MessageFrame, type TopicKind } from './frame.js';
 import type { Hub, HubTarget } from './hub.js';
+import { arrayOf, boolean, hub as validHub, options as validOptions, string } from './validate.js';
 
 /**
  * The merged notifications of every topic a filter names, straight from the hub.
@@ -17,10 +18,28 @@ import type { Hub, HubTarget } from './hub.js';
  * @param filter which topics (see `parseListenFilter`).
  * @param scopes the receiver's read scopes: notifications published with a `scope` outside them
  *   are left out (see `mayReceive`). Default: none (only unscoped notifications).
- * @throws TypeError at subscription when a resource URI or task id of the filter is not a string.
+ * @throws InvalidOptionError naming `notifications hub` when `hub` is not a Hub, `notifications
+ *   filter` (or the field) when `filter` is not a {@link ListenFilter} (an unknown field, a flag not a
+ *   boolean, URIs or task ids not an array of strings). `scopes` is not checked: it is the
+ *   principal's, which an endpoint's `authenticate` hook returns per request.
  */
 export function notifications(hub: Hub, filter: ListenFilter, scopes?: ReadonlySet<string>): Observable<MessageFrame> {
+  validHub('notifications hub', hub);
+  listenFilter('notifications filter', filter);
   return new TopicsObservable(hub, filter, scopes);
+}
+
+const FILTER_FIELDS: readonly (keyof ListenFilter)[] = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged', 'resourceSubscriptions', 'taskIds'];
+
+/** A {@link ListenFilter} as `parseListenFilter` makes one: a misspelled field would listen to nothing. */
+function listenFilter(label: string, filter: unknown): void {
+  const given = validOptions<keyof ListenFilter>(label, filter, FILTER_FIELDS, { like: '{ toolsListChanged: true }', keyLabel: `${label}.` });
+  for (const flag of ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const) {
+    if (given[flag] !== undefined) boolean(`${label}.${flag}`, given[flag]);
+  }
+  for (const list of ['resourceSubscriptions', 'taskIds'] as const) {
+    if (given[list] !== undefined) arrayOf(`${label}.${list}`, given[list], 'an array of strings', (entryLabel, entry) => string(entryLabel, entry));
+  }
 }
 
 /**
@@ -52,14 +71,11 @@ export class TopicsObservable extends Observable<MessageFrame> {
 /**
  * Registers `sink` on every topic of `filter` (what subscribing {@link notifications} does), with
  * one registration object for all of them; unsubscribe it to leave every topic. A listen stream
- * assembled by the endpoint hands its first stage here directly.
- * @throws TypeError when a resource URI or task id of the filter is not a string.
+ * assembled by the endpoint hands its first stage here directly. `filter` is valid by then
+ * ({@link notifications} checked it).
  * @internal
  */
 export function attachTopics(hub: Hub, filter: ListenFilter, scopes: ReadonlySet<string> | undefined, sink: HubTarget): TopicRegistration {
-  forEachTopic(filter, (_topic, key) => {
-    if (key !== undefined && typeof key !== 'string') throw new TypeError(`a topic key must be a string, got ${typeof key}`);
-  });
   const registration = new TopicRegistration(hub, filter, scopes, sink);
   forEachTopic(filter, (topic, key) => hub.attach(topic, key, registration));
   return registration;

@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
 import { Broadcast } from './broadcast.js';
-import { InvalidOptionError } from './errors.js';
+import { positiveInteger } from './validate.js';
 
 /** A stream admitted for a principal. */
 export interface Admission {
@@ -79,16 +79,14 @@ class PrincipalStreams extends Set<Entry> {
  * const admission = registry.admit('user:42');
  * listenStream({ ..., supersede$: admission.superseded$ }).pipe(finalize(() => admission.release()));
  * @param maxPerPrincipal the cap; a positive integer; defaults to 4.
+ * @throws InvalidOptionError naming `maxListensPerPrincipal` (the endpoint option it stands for) when it is not a positive integer.
  */
 export class PrincipalRegistry implements PrincipalCap {
   readonly maxPerPrincipal: number;
   readonly #streams = new Map<string, PrincipalStreams>();
 
   constructor(maxPerPrincipal = 4) {
-    if (!Number.isSafeInteger(maxPerPrincipal) || maxPerPrincipal <= 0) {
-      throw new InvalidOptionError('maxListensPerPrincipal', 'a positive integer', maxPerPrincipal);
-    }
-    this.maxPerPrincipal = maxPerPrincipal;
+    this.maxPerPrincipal = positiveInteger('maxListensPerPrincipal', maxPerPrincipal);
   }
 
   /** Live streams of `principal`. */

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from './errors.js';
+import { positiveInteger } from './validate.js';
 import type { MessageFrame } from './frame.js';
 
 /**
@@ -64,10 +64,7 @@ export class ReplayBuffer implements EventLog {
    * @throws InvalidOptionError when `capacity` is not a positive integer.
    */
   constructor(capacity = 100) {
-    if (!Number.isInteger(capacity) || capacity <= 0) {
-      throw new InvalidOptionError('replayBufferSize', 'a positive integer count of frames', capacity);
-    }
-    this.capacity = capacity;
+    this.capacity = positiveInteger('replayBufferSize', capacity, 'frames');
   }
 
   /** The id of the newest frame; 0 before the first. */

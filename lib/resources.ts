@@ -1,6 +1,7 @@
 import type { ObservableInput } from 'rxjs';
 import type { RequestContext } from './context.js';
 import type { Hub } from './hub.js';
+import { callback, hub as validHub, implementing, options as validOptions } from './validate.js';
 
 /**
  * What a framework author implements so that clients can watch their resources, in both eras: a
@@ -102,13 +103,30 @@ export interface HubResourcesOptions {
  * @param hub where the changes are published.
  * @param options which URIs are subscribable and who may read them (both default to yes), and the
  *   URI templates the provider declares (default none).
+ * @throws InvalidOptionError naming `hubResources hub` when `hub` is not a Hub (an `McpEndpoint` is
+ *   told to pass `endpoint.hub`), `hubResources options` when `options` is not an object, or the
+ *   option (`subscribable`, `canRead`, `templates`) that is unknown or not a function.
  */
 export function hubResources(hub: Hub, options: HubResourcesOptions = {}): ResourceProvider {
+  validHub('hubResources hub', hub);
+  const given = validOptions<keyof HubResourcesOptions>('hubResources options', options, ['subscribable', 'canRead', 'templates']);
+  for (const name of ['subscribable', 'canRead', 'templates'] as const) if (given[name] !== undefined) callback(name, given[name]);
   const { subscribable = () => true, canRead = () => true, templates } = options;
   const changes = (uri: string) => hub.topic({ topic: 'resource', uri });
   HUB_CHANGES.set(changes, hub);
   const provider: ResourceProvider = templates === undefined ? { subscribable, canRead, changes } : { subscribable, canRead, changes, templates };
   if (options.subscribable === undefined && options.canRead === undefined) UNRESTRICTED.add(provider);
+  return provider;
+}
+
+/**
+ * `value`, checked to be a {@link ResourceProvider}: `subscribable`, `canRead` and `changes`
+ * functions, and `templates` absent or a function.
+ * @internal
+ */
+export function resourceProvider(label: string, value: unknown): ResourceProvider {
+  const provider = implementing<ResourceProvider>(label, value, ['subscribable', 'canRead', 'changes'], 'a ResourceProvider (subscribable, canRead, changes), e.g. hubResources(hub)');
+  if (provider.templates !== undefined) callback(`${label}.templates`, provider.templates);
   return provider;
 }
 

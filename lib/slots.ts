@@ -1,4 +1,4 @@
-import { InvalidOptionError } from './errors.js';
+import { positiveInteger } from './validate.js';
 
 /** One held place in a {@link StreamSlots} pool. `release()` is idempotent. */
 export interface Slot {
@@ -18,6 +18,7 @@ export interface Slot {
  * if (slot === undefined) return respond503();
  * stream.subscribe({ complete: () => slot.release() });
  * @param capacity how many slots exist; a positive integer; defaults to 1000.
+ * @throws InvalidOptionError naming `maxStreams` (the endpoint option it stands for) when `capacity` is not a positive integer.
  */
 export class StreamSlots {
   readonly capacity: number;
@@ -25,8 +26,7 @@ export class StreamSlots {
   readonly #count: Count = { inUse: 0 };
 
   constructor(capacity = 1000) {
-    if (!Number.isSafeInteger(capacity) || capacity <= 0) throw new InvalidOptionError('maxStreams', 'a positive integer', capacity);
-    this.capacity = capacity;
+    this.capacity = positiveInteger('maxStreams', capacity);
   }
 
   /** How many slots are held now. */

@@ -3,6 +3,7 @@ import { GCProfiler } from 'node:v8';
 import { map } from 'rxjs';
 import { test } from 'uvu';
 import { messageJson } from '../lib/encode.js';
+import { InvalidOptionError } from '../lib/errors.js';
 import type { MessageFrame } from '../lib/frame.js';
 import { Hub, type HubBus, type HubEvent } from '../lib/hub.js';
 import { channels } from '../lib/telemetry.js';
@@ -163,10 +164,11 @@ test('with a bus: local streams first, then the relay; events from the bus reach
   assert.ok(disconnected);
 });
 
-test('bad arguments are refused with a TypeError', () => {
+test('bad arguments are refused with an InvalidOptionError naming the argument (spec/factories.spec.ts has the rest)', () => {
   const hub = new Hub();
-  assert.throws(() => hub.notifyResourceUpdated(42 as unknown as string), TypeError);
-  assert.throws(() => hub.notifyTask({ status: 'x' } as unknown as { taskId: string; status: string }), TypeError);
+  const naming = (option: string) => (error: unknown) => error instanceof InvalidOptionError && error.info.option === option;
+  assert.throws(() => hub.notifyResourceUpdated(42 as unknown as string), naming('hub.notifyResourceUpdated uri'));
+  assert.throws(() => hub.notifyTask({ status: 'x' } as unknown as { taskId: string; status: string }), naming('hub.notifyTask task.taskId'));
 });
 
 test.run();

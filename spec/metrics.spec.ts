@@ -161,7 +161,7 @@ test('collectMetrics: queued bytes and frames of every slow consumer now, coales
 test('collectMetrics refuses a prefix Prometheus cannot name a metric with', async () => {
   const server = await startEndpoint();
   try {
-    assert.throws(() => collectMetrics(new Registry(), server.endpoint, { prefix: 'my-app.' }), /prefix must match/);
+    assert.throws(() => collectMetrics(new Registry(), server.endpoint, { prefix: 'my-app.' }), /^InvalidOptionError: prefix must be a metric name prefix Prometheus accepts/);
   } finally {
     await server.close();
   }

@@ -17,11 +17,14 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'jsonrpc.ts': ['exceedsBytes'],
   'notifications.ts': ['TopicRegistration', 'TopicsObservable', 'attachTopics', 'forEachTopic'],
   'protocol.ts': ['NEWEST_LEGACY_PROTOCOL_VERSION', 'RECOGNIZED_LEGACY_VERSIONS'],
-  'resources.ts': ['changesHub', 'unrestrictedHub'],
+  'resources.ts': ['changesHub', 'resourceProvider', 'unrestrictedHub'],
   'subscribers.ts': ['BareSubscriber', 'LeanSubscriber'],
   'telemetry.ts': ['accountQueue', 'reportError'],
   'turn.ts': ['currentTurn'],
-  'validate.ts': ['boolean', 'callback', 'epochMs', 'knownKeys', 'milliseconds', 'nonEmptyStrings', 'nonNegativeInteger', 'object', 'observable', 'oneOf', 'requestId', 'scheduler'],
+  'validate.ts': [
+    'arrayOf', 'boolean', 'callback', 'endpoint', 'epochMs', 'flags', 'functions', 'httpUrl', 'hub', 'implementing', 'isHub', 'knownKeys',
+    'milliseconds', 'nonEmptyStrings', 'nonNegativeInteger', 'object', 'observable', 'oneOf', 'options', 'port', 'recordOf', 'requestId', 'scheduler', 'string',
+  ],
 };
 
 test('every value export of the core (lib/) is exported by the package entry index.ts, or named internal here', async () => {

@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import type { AuthInfo } from '../lib/auth.js';
 import type { EndpointRequest } from '../lib/context.js';
 import type { Frame, MessageFrame } from '../lib/frame.js';
+import { InvalidOptionError } from '../lib/errors.js';
 import { Hub, type HubBus, type HubEvent } from '../lib/hub.js';
 import { listenStream } from '../operators/listenPipeline.js';
 import { notifications } from '../lib/notifications.js';
@@ -69,7 +70,10 @@ test('a scoped publish is relayed with its scope, and a relayed one is delivered
 test('a scope must be a non-empty string', () => {
   const hub = new Hub();
   for (const scope of ['', 5, null]) {
-    assert.throws(() => hub.notifyResourceUpdated('file:///x', { scope: scope as string }), TypeError);
+    assert.throws(
+      () => hub.notifyResourceUpdated('file:///x', { scope: scope as string }),
+      (error: unknown) => error instanceof InvalidOptionError && error.info.option === 'hub.notifyResourceUpdated options.scope',
+    );
   }
 });
 

@@ -96,6 +96,16 @@ export class McpEndpoint {
   readonly #shutdown = new Broadcast<void>();
   #closed = false;
 
+  /**
+   * @param options see {@link McpEndpointOptions}; `hub` is required.
+   * @throws InvalidOptionError naming `McpEndpoint options` when `options` is not an object (a Hub
+   *   given instead is told to pass `{ hub }`), else the first option that is unknown (with the
+   *   nearest known name) or unusable: `hub` not a Hub (an endpoint is told to pass its `.hub`),
+   *   `capabilities` with a key other than tools, prompts, resources, tasks or a value not a
+   *   boolean, a hook (`authenticate`, `canRead`, `subscribeHook`, `eventLog`) or a `methods` entry
+   *   not a function, `principals`, `slots`, `sessionStore`, `sessionBus` or a resource provider
+   *   without its methods, `serverInfo` without string `name` and `version`, a number out of range.
+   */
   constructor(options: McpEndpointOptions) {
     const resolved = resolveEndpointOptions(options);
     const { listenOptions, limits, sessionOptions, serverInfo, extraCapabilities } = resolved;

@@ -1,5 +1,5 @@
 import type { EndpointRequest } from '../../lib/context.js';
-import { InvalidOptionError } from '../../lib/errors.js';
+import { nonEmptyStrings } from '../../lib/validate.js';
 
 /**
  * The accepted `Host` names of a server bound to a loopback address: `localhost`, `127.0.0.1`
@@ -19,11 +19,7 @@ export function hostCheck(
   allowedHosts: readonly string[] | undefined,
   allowedOrigins: readonly string[] | undefined,
 ): ((request: EndpointRequest) => string | undefined) | undefined {
-  for (const [name, list] of [['allowedHosts', allowedHosts], ['allowedOrigins', allowedOrigins]] as const) {
-    if (list !== undefined && (!Array.isArray(list) || !list.every((entry) => typeof entry === 'string' && entry !== ''))) {
-      throw new InvalidOptionError(name, 'an array of non-empty strings', list);
-    }
-  }
+  for (const [name, list] of [['allowedHosts', allowedHosts], ['allowedOrigins', allowedOrigins]] as const) if (list !== undefined) nonEmptyStrings(name, list);
   if (allowedHosts === undefined && allowedOrigins === undefined) return undefined;
   const hosts = allowedHosts?.map((entry) => entry.toLowerCase());
   const origins = allowedOrigins?.map((entry) => entry.toLowerCase());

@@ -5,11 +5,26 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import type { ServerCapabilities } from '../../lib/filter.js';
 import type { Hub } from '../../lib/hub.js';
 import { resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
-import { milliseconds, oneOf, positiveInteger } from '../../lib/validate.js';
+import {
+  arrayOf,
+  boolean,
+  callback,
+  flags,
+  functions,
+  hub,
+  implementing,
+  milliseconds,
+  object,
+  oneOf,
+  options as validOptions,
+  positiveInteger,
+  scheduler as validScheduler,
+  string,
+} from '../../lib/validate.js';
 import type { PrincipalCap, PrincipalRegistry } from '../../lib/principals.js';
 import type { ServerInfo } from '../../lib/protocol.js';
 import type { EventLog } from '../../lib/replayBuffer.js';
-import type { hubResources, ResourceProvider } from '../../lib/resources.js';
+import { resourceProvider, type hubResources, type ResourceProvider } from '../../lib/resources.js';
 import type { MemorySessionStore, SessionBus, SessionStore } from '../../lib/session.js';
 import type { StreamSlots } from '../../lib/slots.js';
 import { clientAddress, type ClientAddress, type TrustProxy } from './clientAddress.js';
@@ -206,7 +221,7 @@ export const DEFAULT_BODY_TIMEOUT = 10_000;
 export const DEFAULT_CAPACITY_RETRY_AFTER = 5_000;
 
 /** Every option name {@link McpEndpointOptions} has: any other key is refused, so that a typo is not silently ignored. */
-const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
+const KNOWN_OPTIONS: readonly (keyof McpEndpointOptions)[] = [
   'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
   'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
@@ -214,7 +229,10 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
   'maxSessionsPerPrincipal', 'reconnectDelay', 'corsOrigins', 'trustProxy',
-]);
+];
+
+/** What the endpoint may advertise (`capabilities`). */
+const CAPABILITIES: readonly (keyof ServerCapabilities)[] = ['tools', 'prompts', 'resources', 'tasks'];
 
 /**
  * {@link McpEndpointOptions} with every default filled in and every value checked.
@@ -244,26 +262,36 @@ export interface ResolvedEndpointOptions {
   readonly extraCapabilities: Readonly<Record<string, unknown>>;
 }
 
+/** A {@link ServerInfo}: the `name` and `version` strings the clients are told. */
+function serverInfo(label: string, value: unknown): void {
+  const info = object<Partial<Record<keyof ServerInfo, unknown>>>(label, value, "an object like { name: 'files', version: '1.2.0' }");
+  string(`${label}.name`, info.name);
+  string(`${label}.version`, info.version);
+}
+
 /**
  * Checks an endpoint's options and fills in the defaults (DESIGN M13).
- * @throws InvalidOptionError naming the first option that is unknown or has a value the library
- *   cannot use.
+ * @throws InvalidOptionError naming `McpEndpoint options` when `options` is not an object (a Hub
+ *   given instead is told to pass `{ hub }`), else the first option that is unknown or has a value
+ *   the library cannot use.
  * @internal
  */
 export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEndpointOptions {
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_OPTIONS.has(key)) throw new InvalidOptionError(key, 'a known McpEndpoint option', (options as unknown as Record<string, unknown>)[key]);
-  }
-  if (options.hub === undefined) throw new InvalidOptionError('hub', 'a Hub', options.hub);
+  validOptions('McpEndpoint options', options, KNOWN_OPTIONS, { like: '{ hub }' });
+  hub('hub', options.hub);
   const { keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice } = options;
   const listenOptions = resolveListenOptions({ keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice });
   const limits = resolveStreamLimits({ maxListensPerPrincipal: options.maxListensPerPrincipal, maxStreams: options.maxStreams });
-  const capabilities = options.capabilities ?? { tools: true, prompts: true, resources: true };
+  const capabilities = options.capabilities === undefined ? { tools: true, prompts: true, resources: true } : flags('capabilities', options.capabilities, CAPABILITIES);
+  for (const name of ['authenticate', 'canRead', 'subscribeHook'] as const) if (options[name] !== undefined) callback(name, options[name]);
+  if (options.methods !== undefined) functions('methods', options.methods, 'a MethodHandler per JSON-RPC method name');
+  if (options.principals !== undefined) implementing('principals', options.principals, ['admit', 'count'], 'a PrincipalCap (admit, count), e.g. a PrincipalRegistry or a RedisPrincipalCap');
+  if (options.slots !== undefined) implementing('slots', options.slots, ['tryAcquire'], 'a StreamSlots (for a number of slots, give maxStreams)');
   const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
   const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
   const capacityRetryAfter = options.capacityRetryAfter === undefined ? DEFAULT_CAPACITY_RETRY_AFTER : milliseconds('capacityRetryAfter', options.capacityRetryAfter);
   const emptyListen = options.emptyListen === undefined ? 'hold' : oneOf<EmptyListen>('emptyListen', options.emptyListen, ['hold', 'complete']);
-  const scheduler = options.scheduler ?? asyncScheduler;
+  const scheduler = options.scheduler === undefined ? asyncScheduler : validScheduler<SchedulerLike>('scheduler', options.scheduler);
   const sessionOptions = resolveSessionOptions({
     sessionIdleTimeout: options.sessionIdleTimeout,
     sessionGracePeriod: options.sessionGracePeriod,
@@ -276,18 +304,22 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     maxSessionsPerPrincipal: options.maxSessionsPerPrincipal,
     reconnectDelay: options.reconnectDelay,
   });
-  if (options.legacy !== undefined && typeof options.legacy !== 'boolean') throw new InvalidOptionError('legacy', 'a boolean', options.legacy);
+  if (options.legacy !== undefined) boolean('legacy', options.legacy);
   const methods = options.legacy === false ? 'POST' : sessionOptions.allowClientSessionDelete ? 'POST, GET, DELETE' : 'POST, GET';
   const cors = corsPolicy(options.corsOrigins, { authenticates: options.authenticate !== undefined, methods, allowedOrigins: options.allowedOrigins });
   const check = hostCheck(options.allowedHosts, originsWithCors(options.allowedOrigins, options.corsOrigins));
-  if (options.resourceProviders !== undefined && !Array.isArray(options.resourceProviders)) {
-    throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', options.resourceProviders);
-  }
+  if (options.resourceProviders !== undefined) arrayOf('resourceProviders', options.resourceProviders, 'an array of ResourceProvider', resourceProvider);
   if (options.eventLog !== undefined && typeof options.eventLog !== 'function') throw new InvalidOptionError('eventLog', 'a function of a session id', options.eventLog);
-  const bus = options.sessionBus;
-  if (bus !== undefined && (typeof bus.nodeId !== 'string' || typeof bus.publish !== 'function' || typeof bus.connect !== 'function')) {
-    throw new InvalidOptionError('sessionBus', 'a SessionBus (nodeId, publish, connect)', bus);
+  if (options.sessionBus !== undefined) {
+    const bus = implementing<SessionBus>('sessionBus', options.sessionBus, ['publish', 'connect'], 'a SessionBus (nodeId, publish, connect), e.g. a RedisSessionBus');
+    string('sessionBus.nodeId', bus.nodeId, { what: "a string (this node's id in the fleet)" });
   }
+  if (options.sessionStore !== undefined) {
+    implementing('sessionStore', options.sessionStore, ['create', 'get', 'update', 'delete', 'idleSince'], 'a SessionStore (create, get, update, delete, idleSince), e.g. a MemorySessionStore or a RedisSessionStore');
+  }
+  if (options.serverInfo !== undefined) serverInfo('serverInfo', options.serverInfo);
+  if (options.instructions !== undefined) string('instructions', options.instructions);
+  if (options.extraCapabilities !== undefined) object('extraCapabilities', options.extraCapabilities, 'an object of capabilities, e.g. { logging: {} }');
   return {
     listenOptions,
     limits,

@@ -4,6 +4,7 @@ import diagnostics_channel from 'node:diagnostics_channel';
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
 import { channels, queueTotals, type DropEvent, type ErrorEvent, type StopEvent } from '../../lib/telemetry.js';
+import { endpoint as validEndpoint, implementing, options as validOptions, string } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
 import { redisChannels, type ConnectionEvent, type UnrelayedEvent } from '../redis/telemetry.js';
 
@@ -24,6 +25,8 @@ export interface MetricsBridge {
 }
 
 type PromClient = typeof import('prom-client');
+
+const METRIC_PREFIX = "a metric name prefix Prometheus accepts ([a-zA-Z_:][a-zA-Z0-9_:]*, or '')";
 
 /**
  * Registers an endpoint's metrics on a prom-client `Registry`: counts read from `endpoint.stats`
@@ -59,11 +62,18 @@ type PromClient = typeof import('prom-client');
  * @param endpoint the endpoint whose `stats` are read at each scrape.
  * @param options see {@link MetricsOptions}.
  * @throws MissingPeerDependencyError when prom-client is not installed.
+ * @throws InvalidOptionError naming `collectMetrics registry` when `registry` is not a prom-client
+ *   `Registry`, `collectMetrics endpoint` when `endpoint` is not an McpEndpoint (a Hub given instead
+ *   is told to pass `new McpEndpoint({ hub })`), `collectMetrics options` when `options` is not an
+ *   object, or the option that is unknown or unusable (`prefix`: what Prometheus allows to start a
+ *   metric name, or `''`).
  */
 export function collectMetrics(registry: Registry, endpoint: McpEndpoint, options: MetricsOptions = {}): MetricsBridge {
   const prom = requirePeer<PromClient>('prom-client', 'mcp-rx-streams/metrics');
-  const prefix = options.prefix ?? 'mcp_rx_';
-  if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) throw new TypeError(`prefix must match [a-zA-Z_:][a-zA-Z0-9_:]*, got ${JSON.stringify(prefix)}`);
+  implementing('collectMetrics registry', registry, ['registerMetric', 'removeSingleMetric'], "a prom-client Registry (new Registry(), or prom-client's register)");
+  validEndpoint('collectMetrics endpoint', endpoint);
+  const given = validOptions<keyof MetricsOptions>('collectMetrics options', options, ['prefix']);
+  const prefix = given.prefix === undefined ? 'mcp_rx_' : string('prefix', given.prefix, { pattern: /^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/, what: METRIC_PREFIX });
   const names: string[] = [];
   const registers = [registry];
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], collect?: (this: Gauge<L>) => void): Gauge<L> => {

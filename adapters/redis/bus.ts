@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { Subject, type Observable } from 'rxjs';
 import type { HubBus, HubEvent } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
 import { reportResync, reportUnrelayed, type ResyncEvent } from './telemetry.js';
 
 /** Options of {@link RedisBus}. */
@@ -119,6 +119,8 @@ interface Pending {
  * hub.close();
  * await bus.close();
  * @param options see {@link RedisBusOptions}.
+ * @throws InvalidOptionError naming `RedisBus options` when `options` is not an object, else the option
+ *   that is unknown, missing (`redis`) or has a value it cannot use (checked before connecting).
  * @see Hub
  */
 export class RedisBus implements HubBus {
@@ -156,7 +158,8 @@ export class RedisBus implements HubBus {
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisBusOptions) {
-    const redis = checkTarget(options?.redis);
+    checkOptions<RedisBusOptions>('RedisBus', options, ['channel', 'nodeId', 'maxReconnectDelay', 'publishTimeout', 'maxLength', 'maxOutbox', 'checkInterval']);
+    const redis = checkTarget(options.redis);
     this.nodeId = checkNodeId(options.nodeId);
     this.channel = checkName('channel', options.channel, 'mcp-rx-streams:hub');
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis as IoRedis, RedisOptions } from 'ioredis';
 import { InvalidOptionError } from '../../lib/errors.js';
+import { options as validOptions, positiveInteger } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
 import { reportConnection, type RedisComponent } from './telemetry.js';
 
@@ -55,6 +56,14 @@ export async function closeConnection(connection: Redis): Promise<void> {
   connection.disconnect();
 }
 
+/**
+ * The options object of a Redis class or factory (`name`): required, its keys among `known`.
+ * @throws InvalidOptionError naming `<name> options`, or the unknown option.
+ */
+export function checkOptions<O extends { readonly redis: RedisTarget }>(name: string, options: unknown, known: readonly Exclude<keyof O & string, 'redis'>[]): void {
+  validOptions(`${name} options`, options, ['redis', ...known], { like: "{ redis: 'redis://127.0.0.1:6379' }" });
+}
+
 export function checkTarget(value: unknown): RedisTarget {
   if (typeof value === 'string' ? value === '' : value === null || typeof value !== 'object') {
     throw new InvalidOptionError('redis', 'a redis:// URL or an ioredis options object', value);
@@ -83,7 +92,5 @@ export function checkMilliseconds(option: string, value: unknown, fallback: numb
 }
 
 export function checkCount(option: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || (value as number) <= 0) throw new InvalidOptionError(option, 'a positive integer', value);
-  return value as number;
+  return value === undefined ? fallback : positiveInteger(option, value);
 }

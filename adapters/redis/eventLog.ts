@@ -3,7 +3,7 @@ import { encodeMessage } from '../../lib/encode.js';
 import type { MessageFrame, TopicKind } from '../../lib/frame.js';
 import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
 import type { EventLog } from '../../lib/replayBuffer.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
 import { sessionKeys, whenReady } from './sessionStore.js';
 
 /** Options of {@link redisEventLogs}. */
@@ -75,11 +75,14 @@ const DECIMAL = /^[0-9]+$/;
  * // on shutdown, after endpoint.close():
  * await eventLog.close();
  * @param options see {@link RedisEventLogsOptions}.
+ * @throws InvalidOptionError naming `redisEventLogs options` when `options` is not an object, else the option
+ *   that is unknown, missing (`redis`) or has a value it cannot use (checked before connecting).
  * @returns a function of a session id giving that session's {@link EventLog}.
  * @see RedisSessionStore
  */
 export function redisEventLogs(options: RedisEventLogsOptions): RedisEventLogs {
-  const redis = checkTarget(options?.redis);
+  checkOptions<RedisEventLogsOptions>('redisEventLogs', options, ['capacity', 'ttl', 'prefix', 'commandTimeout', 'maxReconnectDelay']);
+  const redis = checkTarget(options.redis);
   const capacity = checkCount('capacity', options.capacity, 100);
   const ttl = checkMilliseconds('ttl', options.ttl, 1_800_000);
   const prefix = checkName('prefix', options.prefix, 'mcp-rx-streams:session');

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { BehaviorSubject, exhaustMap, fromEvent, merge, timer, type Observable, type Subscription } from 'rxjs';
-import { backoff, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { backoff, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
 
 /** Options of {@link RedisLease}. */
 export interface RedisLeaseOptions {
@@ -55,6 +55,8 @@ return 0`;
  * // on shutdown:
  * await lease.close();
  * @param options see {@link RedisLeaseOptions}.
+ * @throws InvalidOptionError naming `RedisLease options` when `options` is not an object, else the option
+ *   that is unknown, missing (`redis`) or has a value it cannot use (checked before connecting).
  */
 export class RedisLease {
   /** This contender's id, the value stored under the key while it holds the lease. */
@@ -74,7 +76,8 @@ export class RedisLease {
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisLeaseOptions) {
-    const redis = checkTarget(options?.redis);
+    checkOptions<RedisLeaseOptions>('RedisLease', options, ['key', 'nodeId', 'ttl']);
+    const redis = checkTarget(options.redis);
     this.nodeId = checkNodeId(options.nodeId);
     this.key = checkName('key', options.key, 'mcp-rx-streams:lease');
     this.ttl = checkMilliseconds('ttl', options.ttl, 5000, 30);

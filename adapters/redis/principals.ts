@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { Subject, type Subscription, timer } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
 
 /** Options of {@link RedisPrincipalCap}. */
 export interface RedisPrincipalCapOptions {
@@ -102,6 +102,8 @@ return {score, victims}`;
  * // on shutdown, after endpoint.close():
  * await principals.close();
  * @param options see {@link RedisPrincipalCapOptions}.
+ * @throws InvalidOptionError naming `RedisPrincipalCap options` when `options` is not an object, else the option
+ *   that is unknown, missing (`redis`) or has a value it cannot use (checked before connecting).
  * @see PrincipalRegistry
  */
 export class RedisPrincipalCap implements PrincipalCap {
@@ -123,7 +125,8 @@ export class RedisPrincipalCap implements PrincipalCap {
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisPrincipalCapOptions) {
-    const redis = checkTarget(options?.redis);
+    checkOptions<RedisPrincipalCapOptions>('RedisPrincipalCap', options, ['maxPerPrincipal', 'nodeId', 'prefix', 'heartbeatTtl', 'maxReconnectDelay']);
+    const redis = checkTarget(options.redis);
     this.maxPerPrincipal = checkCount('maxPerPrincipal', options.maxPerPrincipal, 4);
     this.nodeId = checkNodeId(options.nodeId);
     if (this.nodeId.includes(':')) throw new InvalidOptionError('nodeId', 'a string without ":" (it separates node and stream in members)', this.nodeId);

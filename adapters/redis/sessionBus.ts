@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { BehaviorSubject, distinctUntilChanged, type Observable } from 'rxjs';
 import type { SessionBus, SessionCommand } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
-import { backoff, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { backoff, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
 
 /** Options of {@link RedisSessionBus}. */
 export interface RedisSessionBusOptions {
@@ -53,6 +53,8 @@ export interface RedisSessionBusStats {
  * // on shutdown, after endpoint.close():
  * await sessionBus.close();
  * @param options see {@link RedisSessionBusOptions}.
+ * @throws InvalidOptionError naming `RedisSessionBus options` when `options` is not an object, else the option
+ *   that is unknown, missing (`redis`) or has a value it cannot use (checked before connecting).
  * @see RedisSessionStore
  */
 export class RedisSessionBus implements SessionBus {
@@ -71,7 +73,8 @@ export class RedisSessionBus implements SessionBus {
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisSessionBusOptions) {
-    const redis = checkTarget(options?.redis);
+    checkOptions<RedisSessionBusOptions>('RedisSessionBus', options, ['channel', 'nodeId', 'maxReconnectDelay', 'publishTimeout']);
+    const redis = checkTarget(options.redis);
     this.nodeId = checkNodeId(options.nodeId);
     this.channel = checkName('channel', options.channel, 'mcp-rx-streams:sessions');
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { SessionChanges, SessionRecord, SessionStore } from '../../lib/session.js';
-import { backoff, checkMilliseconds, checkName, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { backoff, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
 
 /** Options of {@link RedisSessionStore}. */
 export interface RedisSessionStoreOptions {
@@ -63,6 +63,8 @@ return 1`;
  * await Promise.all([sessionStore.ready(), eventLog.ready(), sessionBus.ready()]);
  * const endpoint = new McpEndpoint({ hub, sessionStore, eventLog, sessionBus });
  * @param options see {@link RedisSessionStoreOptions}.
+ * @throws InvalidOptionError naming `RedisSessionStore options` when `options` is not an object, else the option
+ *   that is unknown, missing (`redis`) or has a value it cannot use (checked before connecting).
  * @see redisEventLogs
  * @see RedisSessionBus
  */
@@ -75,7 +77,8 @@ export class RedisSessionStore implements SessionStore {
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisSessionStoreOptions) {
-    const redis = checkTarget(options?.redis);
+    checkOptions<RedisSessionStoreOptions>('RedisSessionStore', options, ['prefix', 'ttl', 'commandTimeout', 'maxReconnectDelay']);
+    const redis = checkTarget(options.redis);
     this.prefix = checkName('prefix', options.prefix, 'mcp-rx-streams:session');
     this.ttl = checkMilliseconds('ttl', options.ttl, 1_800_000);
     const commandTimeout = checkMilliseconds('commandTimeout', options.commandTimeout, 2000);

@@ -14,8 +14,10 @@ import { localhostHosts } from '../endpoint/hostCheck.js';
 import { Hub, type HubEvent } from '../../lib/hub.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
-import { resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/sessionOptions.js';
-import { resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
+import { DEFAULT_SESSION_OPTIONS, resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/sessionOptions.js';
+import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
+import { milliseconds, nonNegativeInteger, options as validOptions, port as validPort, string } from '../../lib/validate.js';
+import { resolveFileResourcesOptions } from './fileOptions.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { hubResources, type ResourceTemplate } from '../../lib/resources.js';
 import { answerHeaders, nodeHandler, whenParsed } from '../node.js';
@@ -143,18 +145,17 @@ export interface ReferenceServer {
  * console.log(server.url); // http://127.0.0.1:54321/mcp
  * await server.close();
  * @param options see {@link ReferenceServerOptions}.
+ * @throws InvalidOptionError (as a rejection, before anything is created or connected) naming
+ *   `startReferenceServer options` when `options` is not an object, else the option that is unknown
+ *   or unusable: `dir`, `host` or `tokenSecret` not a non-empty string, `port` not from 0 to 65535,
+ *   `redis` not a `redis://` URL, `nodeId` or `watchLeaseTtl` without `redis`, a listen, session or
+ *   file option as {@link McpEndpoint} and `FileResources` check it. `trustProxy` and `corsOrigins`
+ *   are checked by the endpoint, after the folder is opened.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
+  validOptions('startReferenceServer options', options, REFERENCE_OPTIONS, { like: "{ dir: './demo-data', port: 3000 }" });
   const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, ...limits } = options;
-  if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
-    throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
-  }
-  if (watchLeaseTtl !== undefined && (!Number.isSafeInteger(watchLeaseTtl) || watchLeaseTtl < 30 || watchLeaseTtl > 2_147_483_647)) {
-    throw new InvalidOptionError('watchLeaseTtl', 'a positive integer of milliseconds, at least 30', watchLeaseTtl);
-  }
-  if (maxReadBytes !== undefined && !(Number.isSafeInteger(maxReadBytes) && maxReadBytes > 0)) {
-    throw new InvalidOptionError('maxReadBytes', 'a positive integer of bytes', maxReadBytes);
-  }
+  checkOptions(options);
   await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), {
     ...(debounceMs === undefined ? {} : { debounceMs }),
@@ -264,6 +265,41 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   };
 }
 
+const LISTEN_OPTION_NAMES = Object.keys(DEFAULT_LISTEN_OPTIONS) as (keyof ListenOptions)[];
+const STREAM_LIMIT_NAMES = Object.keys(DEFAULT_STREAM_LIMITS) as (keyof StreamLimits)[];
+const SESSION_OPTION_NAMES = Object.keys(DEFAULT_SESSION_OPTIONS) as (keyof SessionOptions)[];
+const REFERENCE_OPTIONS: readonly (keyof ReferenceServerOptions)[] = [
+  'dir', 'port', 'host', 'tokenSecret', 'capacityRetryAfter', 'debounceMs', 'maxReadBytes', 'redis', 'nodeId', 'watchLeaseTtl', 'redisConnectTimeout',
+  'trustProxy', 'corsOrigins', ...LISTEN_OPTION_NAMES, ...STREAM_LIMIT_NAMES, ...SESSION_OPTION_NAMES,
+];
+
+/** The members of `options` named `names`. */
+function only<T, K extends keyof T>(options: T, names: readonly K[]): Pick<T, K> {
+  return Object.fromEntries(names.map((name) => [name, options[name]])) as Pick<T, K>;
+}
+
+/** Checks the options of {@link startReferenceServer} before anything is created, opened or connected. */
+function checkOptions(options: ReferenceServerOptions): void {
+  const { dir, port, host, tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, capacityRetryAfter } = options;
+  if (dir !== undefined) string('dir', dir, { nonEmpty: true, what: 'a non-empty string (a directory path)' });
+  if (port !== undefined) validPort('port', port);
+  if (host !== undefined) string('host', host, { nonEmpty: true, what: 'a non-empty string (an interface address or host name)' });
+  if (tokenSecret !== undefined) string('tokenSecret', tokenSecret, { nonEmpty: true, what: 'a non-empty string (the HS256 secret)' });
+  if (redis !== undefined) string('redis', redis, { pattern: /^rediss?:\/\/./, what: 'a redis:// or rediss:// URL' });
+  if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
+    throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
+  }
+  if (watchLeaseTtl !== undefined && (!Number.isSafeInteger(watchLeaseTtl) || watchLeaseTtl < 30 || watchLeaseTtl > 2_147_483_647)) {
+    throw new InvalidOptionError('watchLeaseTtl', 'a positive integer of milliseconds, at least 30', watchLeaseTtl);
+  }
+  if (redisConnectTimeout !== undefined) nonNegativeInteger('redisConnectTimeout', redisConnectTimeout, 'milliseconds');
+  if (capacityRetryAfter !== undefined) milliseconds('capacityRetryAfter', capacityRetryAfter);
+  resolveFileResourcesOptions({ debounceMs, maxReadBytes });
+  resolveListenOptions(only(options, LISTEN_OPTION_NAMES));
+  resolveStreamLimits(only(options, STREAM_LIMIT_NAMES));
+  resolveSessionOptions(only(options, SESSION_OPTION_NAMES));
+}
+
 /** The fleet parts, and whether this node publishes the folder's changes. */
 interface Fleet extends ReferenceFleet {
   readonly view: ReferenceFleet;
@@ -286,8 +322,8 @@ async function openFleet(
   limits: Partial<SessionOptions> & Partial<StreamLimits>,
   connectTimeout: number,
 ): Promise<Fleet> {
-  // Checked here first, so that a bad value is reported under its own name, not a derived one.
-  const { sessionIdleTimeout, sessionPruneInterval, replayBufferSize } = resolveSessionOptions(limits);
+  // With their defaults (the values are valid: startReferenceServer checked them).
+  const { sessionIdleTimeout, sessionPruneInterval, replayBufferSize } = resolveSessionOptions(only(limits, SESSION_OPTION_NAMES));
   const { maxListensPerPrincipal } = resolveStreamLimits({ maxListensPerPrincipal: limits.maxListensPerPrincipal });
   const { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore, redisEventLogs } = await import('../redis/index.js');
   // A node holding a session's GET stream refreshes the record once per prune interval: the margin.

@@ -5,6 +5,7 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import type { EncodedMessage, MessageFrame } from '../../lib/frame.js';
 import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
 import { isThenable, ReplayBuffer, type EventLog } from '../../lib/replayBuffer.js';
+import { options as validOptions, string } from '../../lib/validate.js';
 
 /**
  * The SDK 1.x transport's name for a session's standalone GET stream (every other stream it opens
@@ -60,12 +61,14 @@ export interface ReplayEventStoreOptions {
  *   eventStore: replayEventStore({ capacity: 100 }),
  * });
  * @param options `capacity` (messages per stream, default 100) and `maxStreams` (default 32).
- * @throws InvalidOptionError when an option is not a positive integer.
+ * @throws InvalidOptionError naming `replayEventStore options` when `options` is not an object, else
+ *   the option that is unknown or not a positive integer.
  * @see eventLogStore for a store a fleet shares (on Redis).
  */
 export function replayEventStore(options: ReplayEventStoreOptions = {}): SdkEventStore {
-  const capacity = count('capacity', options.capacity, 100);
-  const maxStreams = count('maxStreams', options.maxStreams, 32);
+  const given = validOptions<keyof ReplayEventStoreOptions>('replayEventStore options', options, ['capacity', 'maxStreams']);
+  const capacity = count('capacity', given.capacity, 100);
+  const maxStreams = count('maxStreams', given.maxStreams, 32);
   // Insertion order is recency: a stream written to moves to the end, the first is the stalest.
   const buffers = new Map<string, ReplayBuffer>();
   return new LogEventStore((streamId, create) => {
@@ -112,7 +115,7 @@ function evict(buffers: Map<string, ReplayBuffer>, keep: number): void {
  */
 export function eventLogStore(eventLogs: (key: string) => EventLog, sessionId: string): SdkEventStore {
   if (typeof eventLogs !== 'function') throw new InvalidOptionError('eventLogs', 'a function of a key giving an EventLog (e.g. redisEventLogs(...))', eventLogs);
-  if (typeof sessionId !== 'string' || sessionId === '') throw new InvalidOptionError('sessionId', 'a non-empty string', sessionId);
+  string('sessionId', sessionId, { nonEmpty: true });
   return new LogEventStore((streamId) => eventLogs(`${sessionId}/${streamId}`));
 }
 

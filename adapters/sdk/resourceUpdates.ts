@@ -7,8 +7,9 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import { MAX_URI_BYTES } from '../../lib/filter.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, exceedsBytes, JsonRpcError } from '../../lib/jsonrpc.js';
-import { hubResources, type ResourceProvider } from '../../lib/resources.js';
+import { hubResources, resourceProvider, type ResourceProvider } from '../../lib/resources.js';
 import { reportError } from '../../lib/telemetry.js';
+import { arrayOf, callback, hub as validHub, implementing, options as validOptions } from '../../lib/validate.js';
 import { ResourceAccess } from '../endpoint/authorize.js';
 import {
   cancelledError,
@@ -78,6 +79,9 @@ export interface ResourceUpdatesOptions {
   readonly onChange?: (uris: readonly string[]) => void | Promise<void>;
 }
 
+const UPDATES_OPTIONS: readonly (keyof ResourceUpdatesOptions)[] = ['hub', 'resourceProviders', 'listChanges', 'authenticate', 'maxSubscriptions', 'onChange'];
+const LIST_CHANGES = "an array of 'tools', 'prompts' and 'resources'";
+
 /** What {@link ResourceUpdates.restore} did with each URI. */
 export interface RestoreResult {
   readonly restored: readonly string[];
@@ -142,19 +146,22 @@ export class ResourceUpdates {
   /**
    * @param server the SDK server that sends (`mcpServer.server` in SDK 1.x).
    * @param options see {@link ResourceUpdatesOptions}; `hub` or `resourceProviders` is required.
-   * @throws InvalidOptionError for a missing source, an unknown list change or a bad count.
+   * @throws InvalidOptionError naming `server` when it has no `sendResourceUpdated`, `ResourceUpdates
+   *   options` when `options` is not an object (a Hub given instead is told to pass `{ hub }`), else
+   *   the option that is unknown, missing (`hub` or `resourceProviders`) or unusable: `hub` not a Hub,
+   *   a provider without `subscribable`/`canRead`/`changes`, a list change the server cannot send,
+   *   `authenticate` or `onChange` not a function, `maxSubscriptions` not a positive integer.
    */
   constructor(server: ResourceUpdateSender, options: ResourceUpdatesOptions) {
-    if (server === null || typeof server !== 'object' || typeof server.sendResourceUpdated !== 'function') {
-      throw new InvalidOptionError('server', "an SDK server with sendResourceUpdated (SDK 1.x: mcpServer.server)", server);
-    }
-    const { hub, resourceProviders, listChanges = [] } = options ?? {};
+    implementing('server', server, ['sendResourceUpdated'], 'an SDK server with sendResourceUpdated (SDK 1.x: mcpServer.server)');
+    validOptions<keyof ResourceUpdatesOptions>('ResourceUpdates options', options, UPDATES_OPTIONS, { like: '{ hub } or { resourceProviders }' });
+    const { hub, resourceProviders, listChanges = [] } = options;
     if (resourceProviders === undefined && hub === undefined) {
       throw new InvalidOptionError('hub', 'a Hub (or give resourceProviders)', hub);
     }
-    if (resourceProviders !== undefined && !Array.isArray(resourceProviders)) {
-      throw new InvalidOptionError('resourceProviders', 'an array of ResourceProvider', resourceProviders);
-    }
+    if (hub !== undefined) validHub('hub', hub);
+    if (resourceProviders !== undefined) arrayOf('resourceProviders', resourceProviders, 'an array of ResourceProvider', resourceProvider);
+    for (const name of ['authenticate', 'onChange'] as const) if (options[name] !== undefined) callback(name, options[name]);
     this.#server = server;
     this.#access = new ResourceAccess({ providers: resourceProviders ?? [hubResources(hub!)] });
     this.#authenticate = options.authenticate ?? defaultAuth;
@@ -162,9 +169,10 @@ export class ResourceUpdates {
     if (!Number.isSafeInteger(max) || max <= 0) throw new InvalidOptionError('maxSubscriptions', 'a positive integer count', max);
     this.#maxSubscriptions = max;
     this.#onChange = options.onChange;
+    if (!Array.isArray(listChanges)) throw new InvalidOptionError('listChanges', LIST_CHANGES, listChanges);
     for (const kind of listChanges) {
       if (kind !== 'tools' && kind !== 'prompts' && kind !== 'resources') {
-        throw new InvalidOptionError('listChanges', "an array of 'tools', 'prompts' and 'resources'", listChanges);
+        throw new InvalidOptionError('listChanges', LIST_CHANGES, listChanges);
       }
       if (hub === undefined) throw new InvalidOptionError('hub', 'a Hub (listChanges forwards its list changes)', hub);
       const send = kind === 'tools' ? server.sendToolListChanged : kind === 'prompts' ? server.sendPromptListChanged : server.sendResourceListChanged;

@@ -8,6 +8,7 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import { HttpError } from '../../lib/httpError.js';
 import type { Hub } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
+import { endpoint as validEndpoint, hub as validHub, implementing, options as validOptions, positiveInteger } from '../../lib/validate.js';
 import { readJson } from '../endpoint/body.js';
 import { hostFieldError } from '../endpoint/hostCheck.js';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
@@ -55,12 +56,12 @@ export class HubEventBus {
   readonly hub: Hub;
   readonly #resourceListeners = new Set<(event: SdkChangeEvent) => void>();
 
-  /** @param hub where `publish` publishes and `subscribe` listens. */
+  /**
+   * @param hub where `publish` publishes and `subscribe` listens.
+   * @throws InvalidOptionError naming `hub` when it is not a Hub (an `McpEndpoint` is told to pass `endpoint.hub`).
+   */
   constructor(hub: Hub) {
-    if (hub === null || typeof hub !== 'object' || typeof (hub as Hub).notifyToolsChanged !== 'function') {
-      throw new InvalidOptionError('hub', 'a Hub', hub);
-    }
-    this.hub = hub;
+    this.hub = validHub('hub', hub);
   }
 
   /**
@@ -190,18 +191,16 @@ const DEFAULT_MAX_BODY_BYTES = 4_194_304;
  * http.createServer(router.node).listen(3000);
  * // Hono: app.all('/mcp', (c) => router.fetch(c.req.raw, { remoteAddress: getConnInfo(c).remote.address }));
  * @param options see {@link SdkRouterOptions}.
- * @throws InvalidOptionError for a missing endpoint or handler, a handler whose bus is not the
- *   endpoint hub's {@link HubEventBus}, or a bad `maxBodyBytes`.
+ * @throws InvalidOptionError naming `sdkRouter options` when `options` is not an object, else the
+ *   option that is unknown, missing or unusable: `endpoint` not an McpEndpoint (a Hub given instead
+ *   is told to pass `new McpEndpoint({ hub })`), `sdk` not the SDK's handler or one whose bus is not
+ *   the endpoint hub's {@link HubEventBus}, `maxBodyBytes` or `highWaterMark` not a positive integer.
  * @see HubEventBus
  */
 export function sdkRouter<A = unknown>(options: SdkRouterOptions<A>): SdkRouter<A> {
-  const { endpoint, sdk } = options ?? ({} as SdkRouterOptions<A>);
-  if (endpoint === null || typeof endpoint !== 'object' || typeof endpoint.handle !== 'function') {
-    throw new InvalidOptionError('endpoint', 'an McpEndpoint', endpoint);
-  }
-  if (sdk === null || typeof sdk !== 'object' || typeof sdk.fetch !== 'function') {
-    throw new InvalidOptionError('sdk', "the SDK's handler (what createMcpHandler returns)", sdk);
-  }
+  validOptions<keyof SdkRouterOptions>('sdkRouter options', options, ['endpoint', 'sdk', 'maxBodyBytes', 'highWaterMark'], { like: '{ endpoint, sdk }' });
+  const endpoint = validEndpoint<McpEndpoint>('endpoint', options.endpoint);
+  const sdk = implementing<SdkFetchHandler<A>>('sdk', options.sdk, ['fetch'], "the SDK's handler (what createMcpHandler returns)");
   if (sdk.bus !== undefined && !(sdk.bus instanceof HubEventBus && sdk.bus.hub === endpoint.hub)) {
     throw new InvalidOptionError(
       'sdk',
@@ -209,8 +208,7 @@ export function sdkRouter<A = unknown>(options: SdkRouterOptions<A>): SdkRouter<
       '(a handler with another bus)',
     );
   }
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) throw new InvalidOptionError('maxBodyBytes', 'a positive integer of bytes', maxBodyBytes);
+  const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes, 'bytes');
   const web = webHandler(endpoint, options.highWaterMark === undefined ? {} : { highWaterMark: options.highWaterMark });
   const node = nodeHandler(endpoint);
   const sdkOptions = (authInfo: A | undefined, parsedBody: unknown) =>

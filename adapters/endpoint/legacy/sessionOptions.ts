@@ -1,8 +1,7 @@
 import type { SchedulerLike } from 'rxjs';
-import { InvalidOptionError } from '../../../lib/errors.js';
 import type { ServerCapabilities } from '../../../lib/filter.js';
 import type { Hub } from '../../../lib/hub.js';
-import { milliseconds, positiveInteger } from '../../../lib/validate.js';
+import { boolean, knownKeys, milliseconds, positiveInteger } from '../../../lib/validate.js';
 import type { ServerInfo } from '../../../lib/protocol.js';
 import type { SessionPlans } from '../../../operators/sessionPipeline.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
@@ -64,14 +63,18 @@ export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = Object.freeze({
   reconnectDelay: 1_000,
 });
 
+const SESSION_OPTION_NAMES = Object.keys(DEFAULT_SESSION_OPTIONS) as (keyof SessionOptions)[];
+
 /**
- * Completes legacy options with their defaults and refuses values the library cannot use.
- * @throws InvalidOptionError naming the option.
+ * Completes legacy options with their defaults and refuses values the library cannot use, as
+ * `resolveListenOptions` does: an `undefined` value means the default (`null` does not).
+ * @throws InvalidOptionError naming `options` when `input` is not an object, else the option that
+ *   is unknown or has a value the library cannot use.
  */
-export function resolveSessionOptions(input: Partial<SessionOptions> = {}): Readonly<SessionOptions> {
-  const pick = <K extends keyof SessionOptions>(key: K): unknown => input[key] ?? DEFAULT_SESSION_OPTIONS[key];
-  const allow = pick('allowClientSessionDelete');
-  if (typeof allow !== 'boolean') throw new InvalidOptionError('allowClientSessionDelete', 'a boolean', allow);
+export function resolveSessionOptions(input?: Partial<SessionOptions>): Readonly<SessionOptions> {
+  const given = knownKeys('options', input, SESSION_OPTION_NAMES);
+  const pick = <K extends keyof SessionOptions>(key: K): unknown => (given[key] === undefined ? DEFAULT_SESSION_OPTIONS[key] : given[key]);
+  const allow = boolean('allowClientSessionDelete', pick('allowClientSessionDelete'));
   const wait = pick('subscribeStreamWait');
   return Object.freeze({
     sessionIdleTimeout: milliseconds('sessionIdleTimeout', pick('sessionIdleTimeout')),
