@@ -1,5 +1,6 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame } from '../lib/frame.js';
+import { object } from '../lib/validate.js';
 import { Stage, stageOperator } from './stage.js';
 
 /**
@@ -31,7 +32,8 @@ import { Stage, stageOperator } from './stage.js';
  * @see closeWhen
  */
 export function ackThenNotify(ack: Frame): MonoTypeOperatorFunction<Frame> {
-  return stageOperator(() => [new AckStage(ack)]);
+  const frame = object<Frame>('ackThenNotify ack', ack, 'a Frame (controlFrame(acknowledgedNotification(filter)))');
+  return stageOperator(() => [new AckStage(frame)]);
 }
 
 /**

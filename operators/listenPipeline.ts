@@ -7,7 +7,7 @@ import type { JsonRpcId } from '../lib/jsonrpc.js';
 import { notifications } from '../lib/notifications.js';
 import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
 import { channels, type StopReason } from '../lib/telemetry.js';
-import { epochMs, observable, requestId } from '../lib/validate.js';
+import { epochMs, object, observable, requestId } from '../lib/validate.js';
 import { AckStage } from './ackThenNotify.js';
 import { CloseStage, closePlan, listenClosingFrames, type ClosePlan, type TriggerSpec } from './closeWhen.js';
 import { QueueStage, queuePlan, type QueuePlan } from './dropWhenQueueExceeds.js';
@@ -84,7 +84,7 @@ export interface ListenStreamInit extends ListenPipelineInit {
  *   `shutdown$` or `demand$` is invalid (DESIGN M13).
  */
 export function listenPipeline(init: ListenPipelineInit): OperatorFunction<MessageFrame, Frame> {
-  const stream = listenValues(init);
+  const stream = listenValues(object<ListenPipelineInit>('listenPipeline init', init, 'an object like { requestId, filter }'));
   const plans = plansOf(init.options, stream.shutdown$, init.scheduler);
   return stageOperator(() => listenStages(plans, stream));
 }
@@ -121,6 +121,7 @@ const keptPlans = new WeakMap<object, { readonly shutdown$: Observable<unknown> 
  * @throws InvalidOptionError synchronously when an option is invalid (DESIGN M13).
  */
 export function listenStream(init: ListenStreamInit): Observable<Frame> {
+  object<ListenStreamInit>('listenStream init', init, 'an object like { requestId, filter, hub }');
   // Piped onto `notifications`, the stages fuse at assembly and the first one is registered on the
   // hub's topics directly: no subscriber in between.
   return notifications(init.hub, init.filter, init.scopes).pipe(listenPipeline(init));

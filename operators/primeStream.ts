@@ -1,7 +1,7 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame, PrimingFrame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
-import { nonNegativeInteger } from '../lib/validate.js';
+import { implementing, nonNegativeInteger } from '../lib/validate.js';
 import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
 import { DisposingStage, type StageChain, stageOperator } from './stage.js';
 
@@ -41,8 +41,9 @@ const DECIMAL = /^[0-9]+$/;
  * @see withEventIds
  */
 export function primeStream(lastEventId: string | null | undefined, log: EventLog, retry: number): MonoTypeOperatorFunction<Frame> {
+  const checked = implementing<EventLog>('primeStream log', log, ['append', 'after'], 'an EventLog (append, after): a ReplayBuffer or a shared log');
   const plan = primePlan(nonNegativeInteger('primeStream retry', retry, 'milliseconds'));
-  return stageOperator(() => [new PrimeStage(plan, lastEventId, log)]);
+  return stageOperator(() => [new PrimeStage(plan, lastEventId, checked)]);
 }
 
 /** What the priming stages of one operator, or of one endpoint's GET streams, share. @internal */

@@ -1,6 +1,7 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame, MessageFrame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
+import { implementing } from '../lib/validate.js';
 import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
 import { DisposingStage, stageOperator } from './stage.js';
 
@@ -37,7 +38,8 @@ import { DisposingStage, stageOperator } from './stage.js';
  * @see ReplayBuffer
  */
 export function replayFrom(lastEventId: string | null | undefined, log: EventLog): MonoTypeOperatorFunction<Frame> {
-  return stageOperator(() => [new ReplayStage(lastEventId, log)]);
+  const checked = implementing<EventLog>('replayFrom log', log, ['append', 'after'], 'an EventLog (append, after): a ReplayBuffer or a shared log');
+  return stageOperator(() => [new ReplayStage(lastEventId, checked)]);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame } from '../lib/frame.js';
 import { isThenable, type EventLog } from '../lib/replayBuffer.js';
+import { implementing } from '../lib/validate.js';
 import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
 import { Stage, stageOperator } from './stage.js';
 
@@ -27,7 +28,8 @@ import { Stage, stageOperator } from './stage.js';
  * @see ReplayBuffer
  */
 export function withEventIds(log: EventLog): MonoTypeOperatorFunction<Frame> {
-  return stageOperator(() => [new EventIdStage(log)]);
+  const checked = implementing<EventLog>('withEventIds log', log, ['append', 'after'], 'an EventLog (append, after): a ReplayBuffer or a shared log');
+  return stageOperator(() => [new EventIdStage(checked)]);
 }
 
 /**
