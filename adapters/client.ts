@@ -5,7 +5,7 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { request, type Dispatcher } from 'undici';
 import { McpRxError } from '../lib/errors.js';
-import type { JsonRpcId, JsonRpcMessage } from '../lib/jsonrpc.js';
+import { type JsonRpcId, type JsonRpcMessage, tryParseJson } from '../lib/jsonrpc.js';
 import { MODERN_PROTOCOL_VERSION, NEWEST_LEGACY_PROTOCOL_VERSION } from '../lib/protocol.js';
 import { callback, httpUrl, implementing, nonNegativeInteger, object, options as validOptions, recordOf, requestId, string } from '../lib/validate.js';
 import { SseParser, type ParsedSseEvent } from './sseParser.js';
@@ -374,12 +374,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 function parseMessage(data: string): JsonRpcMessage | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(data);
-  } catch {
-    return undefined;
-  }
+  const value = tryParseJson(data);
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonRpcMessage) : undefined;
 }
 

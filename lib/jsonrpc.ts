@@ -109,3 +109,16 @@ export function exceedsBytes(text: string, maxBytes: number): boolean {
 export function isJsonRpcId(value: unknown): value is JsonRpcId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
 }
+
+/**
+ * `text` parsed as JSON, or `undefined` when it is not JSON: for input from the network or from
+ * another node, where a malformed message is counted or skipped, never thrown.
+ * @internal
+ */
+export function tryParseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -14,7 +14,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'broadcast.ts': ['Broadcast'],
   'clock.ts': ['Clock', 'beginDispatch', 'endDispatch'],
   'httpError.ts': ['HttpError'],
-  'jsonrpc.ts': ['exceedsBytes'],
+  'jsonrpc.ts': ['exceedsBytes', 'tryParseJson'],
   'notifications.ts': ['TopicRegistration', 'TopicsObservable', 'attachTopics', 'forEachTopic'],
   'protocol.ts': ['NEWEST_LEGACY_PROTOCOL_VERSION', 'RECOGNIZED_LEGACY_VERSIONS'],
   'resources.ts': ['changesHub', 'resourceProvider', 'unrestrictedHub'],

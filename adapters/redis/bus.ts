@@ -3,7 +3,8 @@ import type { Redis } from 'ioredis';
 import { Subject, type Observable } from 'rxjs';
 import type { HubBus, HubEvent } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
+import { tryParseJson } from '../../lib/jsonrpc.js';
 import { reportResync, reportUnrelayed, type ResyncEvent } from './telemetry.js';
 
 /** Options of {@link RedisBus}. */
@@ -177,13 +178,9 @@ export class RedisBus implements HubBus {
     this.#publisher = openConnection(redis, 'bus', 'publisher', {
       // Nothing queued or resent by ioredis: the outbox does it, in order, with the seq that lets
       // readers skip an append that had in fact succeeded.
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: publishTimeout,
       // Appends issued in one tick go out in one write.
       enableAutoPipelining: true,
-      retryStrategy: backoff(maxReconnectDelay),
+      ...sentOnce(publishTimeout, maxReconnectDelay),
     });
     this.#publisher.on('ready', () => this.#flush());
     this.#reader = openConnection(redis, 'bus', 'reader', {
@@ -209,9 +206,7 @@ export class RedisBus implements HubBus {
    */
   async ready(): Promise<void> {
     await this.#started;
-    if (this.#publisher.status !== 'ready') {
-      await new Promise<void>((resolve) => this.#publisher.once('ready', () => resolve()));
-    }
+    await whenReady(this.#publisher);
   }
 
   /** Relays an event this node's hub has already delivered locally; never waits, never throws. */
@@ -431,12 +426,7 @@ function compareIds(a: string, b: string): number {
 }
 
 function parseEvent(json: string): HubEvent | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
+  const value = tryParseJson(json);
   if (value === null || typeof value !== 'object') return undefined;
   const event = value as { topic?: unknown; uri?: unknown; task?: { taskId?: unknown } | null; scope?: unknown };
   if (typeof event.topic !== 'string' || !EVENT_TOPICS.has(event.topic)) return undefined;

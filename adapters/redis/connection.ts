@@ -38,6 +38,30 @@ export function openConnection(target: RedisTarget, component: RedisComponent, r
   return connection;
 }
 
+/**
+ * The settings of a connection whose commands are sent now or not at all: ioredis neither queues a
+ * command while offline nor sends one again after a reconnect, and a command waits at most
+ * `commandTimeout` milliseconds (none: no limit). Each caller redoes failed work from its own
+ * state, and says where it opens one why a command sent late or twice would do harm.
+ */
+export function sentOnce(commandTimeout: number | undefined, maxReconnectDelay: number): RedisOptions {
+  return { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0, commandTimeout, retryStrategy: backoff(maxReconnectDelay) };
+}
+
+/**
+ * The settings of a pub/sub subscriber connection: it subscribes its channels again after every
+ * reconnection, and waits for Redis as long as it takes (a subscriber has no command to give up on).
+ */
+export function subscriberOptions(maxReconnectDelay: number): RedisOptions {
+  return { autoResubscribe: true, maxRetriesPerRequest: null, retryStrategy: backoff(maxReconnectDelay) };
+}
+
+/** Resolves once `connection` is ready (at once when it already is). */
+export function whenReady(connection: Redis): Promise<void> {
+  if (connection.status === 'ready') return Promise.resolve();
+  return new Promise<void>((resolve) => connection.once('ready', () => resolve()));
+}
+
 /** Reconnect backoff: 25 ms doubling up to `max` milliseconds, forever. */
 export function backoff(max: number): (times: number) => number {
   return (times) => Math.min(25 * 2 ** Math.min(times, 16), max);

@@ -3,8 +3,8 @@ import { encodeMessage } from '../../lib/encode.js';
 import type { MessageFrame, TopicKind } from '../../lib/frame.js';
 import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
 import type { EventLog } from '../../lib/replayBuffer.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
-import { sessionKeys, whenReady } from './sessionStore.js';
+import { checkCount, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
+import { sessionKeys } from './sessionStore.js';
 
 /** Options of {@link redisEventLogs}. */
 export interface RedisEventLogsOptions {
@@ -90,11 +90,7 @@ export function redisEventLogs(options: RedisEventLogsOptions): RedisEventLogs {
   const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
   const connection = openConnection(redis, 'eventLog', 'commands', {
     // An append resent after a lost reply could record a frame twice; one queued for minutes is stale.
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout,
-    retryStrategy: backoff(maxReconnectDelay),
+    ...sentOnce(commandTimeout, maxReconnectDelay),
   });
   let closing: Promise<void> | undefined;
   const logs = (sessionId: string): EventLog => new RedisEventLog(connection, sessionKeys(prefix, sessionId), capacity, ttl);

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { BehaviorSubject, exhaustMap, fromEvent, merge, timer, type Observable, type Subscription } from 'rxjs';
-import { backoff, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce } from './connection.js';
 
 /** Options of {@link RedisLease}. */
 export interface RedisLeaseOptions {
@@ -86,11 +86,7 @@ export class RedisLease {
     this.#connection = openConnection(redis, 'lease', 'commands', {
       // An attempt is made now or not at all: a claim queued while offline and sent later would
       // take the lease behind this contender's back.
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: this.#period,
-      retryStrategy: backoff(this.#period),
+      ...sentOnce(this.#period, this.#period),
     });
     this.#attempts = merge(timer(0, this.#period), fromEvent(this.#connection, 'ready'))
       .pipe(exhaustMap(() => this.#claim()))

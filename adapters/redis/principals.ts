@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { Subject, type Subscription, timer } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, subscriberOptions } from './connection.js';
 
 /** Options of {@link RedisPrincipalCap}. */
 export interface RedisPrincipalCapOptions {
@@ -135,16 +135,9 @@ export class RedisPrincipalCap implements PrincipalCap {
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
     this.#commands = openConnection(redis, 'principals', 'commands', {
       // Failed work is redone from local state after reconnecting, never replayed from a queue.
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: backoff(maxReconnectDelay),
+      ...sentOnce(undefined, maxReconnectDelay),
     });
-    this.#subscriber = openConnection(redis, 'principals', 'subscriber', {
-      autoResubscribe: true,
-      maxRetriesPerRequest: null,
-      retryStrategy: backoff(maxReconnectDelay),
-    });
+    this.#subscriber = openConnection(redis, 'principals', 'subscriber', subscriberOptions(maxReconnectDelay));
     const channel = `${this.#prefix}:supersede:${this.nodeId}`;
     this.#subscriber.on('message', (from: string, streamId: string) => {
       if (from === channel) this.#supersede(this.#byId.get(streamId));

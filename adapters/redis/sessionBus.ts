@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import { BehaviorSubject, distinctUntilChanged, type Observable } from 'rxjs';
 import type { SessionBus, SessionCommand } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
-import { backoff, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady, subscriberOptions } from './connection.js';
+import { tryParseJson } from '../../lib/jsonrpc.js';
 
 /** Options of {@link RedisSessionBus}. */
 export interface RedisSessionBusOptions {
@@ -63,7 +64,6 @@ export class RedisSessionBus implements SessionBus {
   readonly channel: string;
   /** `true` while the subscriber connection is up; emits the current value on subscribe, then each change; completes on `close()`. */
   readonly connected$: Observable<boolean>;
-  readonly #connected = new BehaviorSubject(false);
   readonly #publisher: Redis;
   readonly #subscriber: Redis;
   readonly #prefix: string;
@@ -82,17 +82,9 @@ export class RedisSessionBus implements SessionBus {
     this.#prefix = `${this.nodeId} `;
     this.connected$ = this.#connected.pipe(distinctUntilChanged());
     this.#publisher = openConnection(redis, 'sessionBus', 'publisher', {
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: publishTimeout,
-      retryStrategy: backoff(maxReconnectDelay),
+      ...sentOnce(publishTimeout, maxReconnectDelay),
     });
-    this.#subscriber = openConnection(redis, 'sessionBus', 'subscriber', {
-      autoResubscribe: true,
-      maxRetriesPerRequest: null,
-      retryStrategy: backoff(maxReconnectDelay),
-    });
+    this.#subscriber = openConnection(redis, 'sessionBus', 'subscriber', subscriberOptions(maxReconnectDelay));
     this.#subscriber.on('ready', () => this.#connected.next(true));
     this.#subscriber.on('close', () => this.#connected.next(false));
     this.#subscriber.on('message', (channel: string, message: string) => {
@@ -101,6 +93,9 @@ export class RedisSessionBus implements SessionBus {
     this.#subscribed = this.#subscriber.subscribe(this.channel);
     this.#subscribed.catch(() => undefined);
   }
+
+  // Whether the subscriber connection is up: what connected$ and connected read.
+  readonly #connected = new BehaviorSubject(false);
 
   /** Whether the subscriber connection is up now. */
   get connected(): boolean {
@@ -115,9 +110,7 @@ export class RedisSessionBus implements SessionBus {
   /** Resolves once both connections are up and the channel is subscribed. */
   async ready(): Promise<void> {
     await this.#subscribed;
-    if (this.#publisher.status !== 'ready') {
-      await new Promise<void>((resolve) => this.#publisher.once('ready', () => resolve()));
-    }
+    await whenReady(this.#publisher);
   }
 
   /** Sends `command` about `sessionId` to every other node; resolves once Redis acknowledged it. */
@@ -167,12 +160,7 @@ export class RedisSessionBus implements SessionBus {
 }
 
 function parseCommand(json: string): [string, SessionCommand] | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
+  const value = tryParseJson(json);
   if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string') return undefined;
   const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown } | null;
   if (command === null || typeof command !== 'object') return undefined;

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { SessionChanges, SessionRecord, SessionStore } from '../../lib/session.js';
-import { backoff, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
+import { checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 
 /** Options of {@link RedisSessionStore}. */
 export interface RedisSessionStoreOptions {
@@ -85,11 +85,7 @@ export class RedisSessionStore implements SessionStore {
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
     this.#connection = openConnection(redis, 'sessions', 'commands', {
       // A command queued during an outage and run minutes later (a stale streamNode) would do harm.
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout,
-      retryStrategy: backoff(maxReconnectDelay),
+      ...sentOnce(commandTimeout, maxReconnectDelay),
     });
   }
 
@@ -161,10 +157,4 @@ function parseSubscriptions(json: string | undefined): string[] {
   } catch {
     return [];
   }
-}
-
-/** Resolves once `connection` is ready (at once when it already is). */
-export function whenReady(connection: Redis): Promise<void> {
-  if (connection.status === 'ready') return Promise.resolve();
-  return new Promise<void>((resolve) => connection.once('ready', () => resolve()));
 }
