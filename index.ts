@@ -63,7 +63,7 @@ export type { SessionPipelineInit } from './operators/sessionPipeline.js';
 export type { ListenPipelineInit, ListenStreamInit } from './operators/listenPipeline.js';
 export type { CloseNotice } from './operators/closeWhen.js';
 export { DEFAULT_QUEUE_BYTES, dropWhenQueueExceeds } from './operators/dropWhenQueueExceeds.js';
-export type { DropHandler, DropOptions, QueueLimits } from './operators/dropWhenQueueExceeds.js';
+export type { DropHandler, DropOptions, QueueLimits, StalledEnd } from './operators/dropWhenQueueExceeds.js';
 export { primeStream } from './operators/primeStream.js';
 export { keepAlive } from './operators/keepAlive.js';
 export { replayFrom } from './operators/replayFrom.js';
