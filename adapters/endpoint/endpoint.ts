@@ -16,14 +16,16 @@ import { StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
 import { ResourceAccess } from './authorize.js';
 import { readJson } from './body.js';
-import { discoverResult } from './discover.js';
+import { CHANNEL_PARTS, type ChannelParts } from './channelParts.js';
+import { agreedLegacyVersion, discoverResult, initializeResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
 import { type ClientAddress, withClientAddress } from './clientAddress.js';
 import type { CorsPolicy } from './cors.js';
 import { hostFieldError } from './hostCheck.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
-import { listenPlans, reportDrop } from '../../operators/listenPipeline.js';
+import { resolveSessionOptions } from './legacy/sessionOptions.js';
+import { listenPlans, type ListenPlans, reportDrop } from '../../operators/listenPipeline.js';
 import { sessionPlans } from '../../operators/sessionPipeline.js';
 import { ListenStreams } from './listen.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
@@ -95,6 +97,12 @@ export class McpEndpoint {
   // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
   readonly #shutdown = new Broadcast<void>();
   #closed = false;
+  /** Who may watch which URI (both eras, HTTP and channels). */
+  readonly #access: ResourceAccess;
+  /** The legacy `initialize` result at a revision (message channels answer it; HTTP sessions have their own). */
+  readonly #initializeResult: (protocolVersion: string) => Record<string, unknown>;
+  /** What a message channel serves through, made at its first use. */
+  #channelParts: ChannelParts | undefined;
 
   constructor(options: McpEndpointOptions) {
     const resolved = resolveEndpointOptions(options);
@@ -122,6 +130,8 @@ export class McpEndpoint {
       canRead: options.canRead,
       subscribeHook: options.subscribeHook,
     });
+    this.#access = access;
+    this.#initializeResult = (protocolVersion) => initializeResult(protocolVersion, this.capabilities, extraCapabilities, serverInfo, options.instructions);
     this.#feeds = new ProviderFeeds(this.hub);
     this.#listens = new ListenStreams({
       hub: this.hub,
@@ -197,6 +207,51 @@ export class McpEndpoint {
     this.#shutdown.complete();
     this.#feeds.close();
     this.#legacy?.close();
+  }
+
+  /**
+   * The parts a message channel (`adapters/channel/`: stdio, WebSocket, an in-process pair) serves
+   * through: this endpoint's own admission, authorization, plans and answers. Made once, at the
+   * first channel; the channels' listen plans differ from HTTP's in one thing only, what a stream
+   * that closes while its channel is not reading does (`stalledEnd: 'control'`: its closing frames
+   * wait in the channel's buffer, since dropping the channel would end every other stream on it).
+   * @internal
+   */
+  [CHANNEL_PARTS](): ChannelParts {
+    return (this.#channelParts ??= this.#makeChannelParts());
+  }
+
+  #makeChannelParts(): ChannelParts {
+    const plans: ListenPlans = listenPlans(this.listenOptions, this.#shutdown, this.#scheduler, 'control');
+    const legacy = this.#legacy === undefined ? undefined : this.#options;
+    return {
+      hub: this.hub,
+      slots: this.slots,
+      capabilities: this.capabilities,
+      maxBodyBytes: this.maxBodyBytes,
+      access: this.#access,
+      queue: plans.queue,
+      shutdown$: this.#shutdown,
+      legacy:
+        legacy === undefined
+          ? undefined
+          : {
+              maxSubscriptions: resolveSessionOptions(legacy).maxSubscriptionsPerSession,
+              initialize: async (params, context) => {
+                const protocolVersion = agreedLegacyVersion(params);
+                const own = this.#own('initialize');
+                const answer = own === undefined ? undefined : await callOwn(own, 'initialize', params, context);
+                return { protocolVersion, result: answer === undefined ? this.#initializeResult(protocolVersion) : { ...(answer as object), protocolVersion } };
+              },
+            },
+      isClosed: () => this.#closed,
+      listen: (id, params, context) => this.#listens.open(id, params, context, plans),
+      call: (id, method, params, context) => this.#call(id, method, params, context),
+      authenticate: (request) => {
+        const resolve = this.#clientAddress;
+        return this.#authenticate(resolve === undefined ? request : withClientAddress(request, resolve));
+      },
+    };
   }
 
   /**
