@@ -89,3 +89,12 @@ export { nodeHandler } from './adapters/node.js';
 export type { NodeHandler } from './adapters/node.js';
 export { MissingClientAddressError, webHandler } from './adapters/web.js';
 export type { WebConnectionInfo, WebHandlerOptions } from './adapters/web.js';
+
+/* Adapters: message channels (stdio, an in-process pair, yours; WebSocket: mcp-rx-streams/ws) */
+export { serveChannel } from './adapters/channel/session.js';
+export type { ChannelSession, ChannelStats, ServeChannelOptions } from './adapters/channel/session.js';
+export type { ChannelInput, MessageChannel, OversizedMessage } from './adapters/channel/channel.js';
+export { serveStdio, stdioChannel } from './adapters/channel/stdio.js';
+export type { ServeStdioOptions, StdioChannelOptions } from './adapters/channel/stdio.js';
+export { channelPair, channelTransport } from './adapters/channel/pair.js';
+export type { ChannelPairOptions, PairEnd, SdkTransport } from './adapters/channel/pair.js';

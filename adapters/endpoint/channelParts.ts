@@ -47,8 +47,13 @@ export interface ChannelParts {
   listen(id: JsonRpcId, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<EndpointResponse>;
   /** Any other request: the endpoint's `methods`, then its built-in `server/discover` and `resources/templates/list`. */
   call(id: JsonRpcId, method: string, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<EndpointResponse>;
-  /** The endpoint's `authenticate` (or its anonymous default) for the request a channel was opened with (a WebSocket upgrade). */
-  authenticate(request: EndpointRequest): Promise<AuthInfo>;
+  /**
+   * Admits the HTTP request a channel is opened with (a WebSocket upgrade) as the endpoint admits any
+   * request: two `Host` lines refused (400), `allowedHosts`/`allowedOrigins` (403), then its
+   * `authenticate` (or the anonymous default, with `trustProxy`): the channel's principal.
+   * @throws HttpError 400, 403, or 401 (`AuthError`), synchronously or as a rejection.
+   */
+  admit(request: EndpointRequest): Promise<AuthInfo>;
 }
 
 /** The legacy era of an endpoint, as a channel serves it (no sessions: the channel is the session). @internal */

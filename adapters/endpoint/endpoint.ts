@@ -247,7 +247,13 @@ export class McpEndpoint {
       isClosed: () => this.#closed,
       listen: (id, params, context) => this.#listens.open(id, params, context, plans),
       call: (id, method, params, context) => this.#call(id, method, params, context),
-      authenticate: (request) => {
+      admit: async (request) => {
+        // What an HTTP request is checked for before anything else, for the request that opens a
+        // channel (a WebSocket upgrade): one Host, DNS rebinding, then who is calling.
+        const hosts = hostFieldError(request);
+        if (hosts !== undefined) throw new HttpError(400, new JsonRpcError(ErrorCode.InvalidRequest, hosts));
+        const refused = this.#hostCheck?.(request);
+        if (refused !== undefined) throw new HttpError(403, new JsonRpcError(ErrorCode.InvalidRequest, refused));
         const resolve = this.#clientAddress;
         return this.#authenticate(resolve === undefined ? request : withClientAddress(request, resolve));
       },
