@@ -83,23 +83,21 @@ class StdioChannel implements MessageChannel {
       const onDrain = () => this.drain$.next();
       // The host closed the pipe we write to (EPIPE), or our input failed: the channel is over.
       const onError = () => subscriber.complete();
-      input.on('data', onData);
-      input.on('end', onEnd);
-      input.on('close', onEnd);
-      input.on('error', onError);
-      output.on('drain', onDrain);
-      output.on('error', onError);
+      const listeners: [Readable | Writable, string, (...args: any[]) => void][] = [
+        [input, 'data', onData],
+        [input, 'end', onEnd],
+        [input, 'close', onEnd],
+        [input, 'error', onError],
+        [output, 'drain', onDrain],
+        [output, 'error', onError],
+      ];
+      for (const [stream, event, listener] of listeners) stream.on(event, listener);
       this.#finish = onEnd;
       return () => {
         this.#ended = true;
         this.#finish = undefined;
-        input.off('data', onData);
-        input.off('end', onEnd);
-        input.off('close', onEnd);
-        input.off('error', onError);
-        output.off('drain', onDrain);
+        for (const [stream, event, listener] of listeners) stream.off(event, listener);
         // Keep swallowing write errors that surface after the end (a host gone mid-write).
-        output.off('error', onError);
         output.on('error', ignore);
         // Stop reading (process.stdin would otherwise keep the process alive).
         input.pause();
