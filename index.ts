@@ -63,7 +63,7 @@ export type { SessionPipelineInit } from './operators/sessionPipeline.js';
 export type { ListenPipelineInit, ListenStreamInit } from './operators/listenPipeline.js';
 export type { CloseNotice } from './operators/closeWhen.js';
 export { DEFAULT_QUEUE_BYTES, dropWhenQueueExceeds } from './operators/dropWhenQueueExceeds.js';
-export type { DropHandler, DropOptions, QueueLimits } from './operators/dropWhenQueueExceeds.js';
+export type { DropHandler, DropOptions, QueueLimits, StalledEnd } from './operators/dropWhenQueueExceeds.js';
 export { primeStream } from './operators/primeStream.js';
 export { keepAlive } from './operators/keepAlive.js';
 export { replayFrom } from './operators/replayFrom.js';
@@ -89,3 +89,12 @@ export { nodeHandler } from './adapters/node.js';
 export type { NodeHandler } from './adapters/node.js';
 export { MissingClientAddressError, webHandler } from './adapters/web.js';
 export type { WebConnectionInfo, WebHandlerOptions } from './adapters/web.js';
+
+/* Adapters: message channels (stdio, an in-process pair, yours; WebSocket: mcp-rx-streams/ws) */
+export { serveChannel } from './adapters/channel/session.js';
+export type { ChannelSession, ChannelStats, ServeChannelOptions } from './adapters/channel/session.js';
+export type { ChannelInput, MessageChannel, OversizedMessage } from './adapters/channel/channel.js';
+export { serveStdio, stdioChannel } from './adapters/channel/stdio.js';
+export type { ServeStdioOptions, StdioChannelOptions } from './adapters/channel/stdio.js';
+export { channelPair, channelTransport } from './adapters/channel/pair.js';
+export type { ChannelPairOptions, PairEnd, SdkTransport } from './adapters/channel/pair.js';

@@ -124,6 +124,11 @@ const HELP: Flag = { name: 'help', short: 'h', description: 'print this help and
 const SERVE_FLAGS: readonly Flag[] = [
   { name: 'dir', value: 'DIR', default: './demo-data', description: 'directory served as MCP resources (files under private/ need the private scope); must exist unless --demo', parse: nonEmpty },
   { name: 'demo', description: 'create --dir with sample files when it does not exist' },
+  {
+    name: 'stdio',
+    description:
+      'serve one host over this process\'s stdin and stdout (newline-delimited JSON-RPC, both eras) instead of HTTP; everything else is said on stderr, and the process exits 0 when stdin closes. HTTP-only flags are refused',
+  },
   { name: 'port', value: 'N', unit: 'TCP port, 0 = any free one', default: '3000', description: 'port to listen on', parse: port },
   { name: 'host', value: 'HOST', default: '127.0.0.1', description: 'interface to bind; on a loopback address foreign Host/Origin headers get 403', parse: nonEmpty },
   {
@@ -267,7 +272,19 @@ function read(command: Command, argv: string[]): { values: Map<string, unknown>;
 const camel = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
 /** Flags that are the command's own, not options of `startReferenceServer`. */
-const CLI_ONLY = new Set(['demo', 'redis-timeout', 'metrics-port', 'help']);
+const CLI_ONLY = new Set(['demo', 'stdio', 'redis-timeout', 'metrics-port', 'help']);
+
+/**
+ * The `serve` flags that mean nothing on stdio: the HTTP listener and its requests (a pipe has no
+ * address, no headers, no token, no browser, no request body to time), and the legacy HTTP
+ * sessions (on a channel the channel is the session: no ids to evict, no GET stream to resume) with
+ * the fleet that shares them.
+ */
+const HTTP_ONLY = [
+  'port', 'host', 'token-secret', 'trust-proxy', 'cors-origins', 'body-timeout', 'metrics-port',
+  'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'max-sessions', 'max-sessions-per-principal', 'reconnect-delay',
+  'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout',
+];
 const FLEET_ONLY = ['node-id', 'watch-lease-ttl', 'redis-timeout'];
 
 async function serve(argv: string[]): Promise<void> {
@@ -279,6 +296,10 @@ async function serve(argv: string[]): Promise<void> {
   }
   if (values.get('cors-origins') === '*' && values.has('token-secret')) {
     throw new UsageError('--cors-origins * cannot go with --token-secret: list the origins of the pages that may send tokens');
+  }
+  if (values.get('stdio') === true) {
+    const http = HTTP_ONLY.find((name) => values.has(name));
+    if (http !== undefined) throw new UsageError(`--${http} applies to the HTTP server only; it cannot go with --stdio`);
   }
   const redis = values.get('redis') as string | undefined;
   if (redis === undefined) {
@@ -293,6 +314,7 @@ async function serve(argv: string[]): Promise<void> {
   if (found !== undefined && !found.isDirectory()) throw new UsageError(`--dir ${options.dir as string} is not a directory`);
   // With --redis the server starts at once and the fleet connects in the background.
   if (redis !== undefined) options.redisConnectTimeout = 0;
+  if (values.get('stdio') === true) return serveStdio(options);
 
   const { startReferenceServer } = await import('./reference/server.js');
   const server = await startReferenceServer(options as ReferenceServerOptions);
@@ -330,6 +352,30 @@ async function serve(argv: string[]): Promise<void> {
       stop(1);
     });
   }
+}
+
+/**
+ * `serve --stdio`: the reference server over this process's stdin and stdout. stdout carries
+ * JSON-RPC only, so everything the command says goes to stderr. Ends with exit code 0 when the host
+ * closes stdin (every stream ended, every slot released by then), or on SIGINT/SIGTERM after every
+ * listen got its closing frames.
+ */
+async function serveStdio(options: Record<string, unknown>): Promise<void> {
+  const { dir, host: _host, port: _port, ...rest } = options;
+  const { startReferenceStdio } = await import('./reference/stdio.js');
+  const server = await startReferenceStdio({ ...rest, dir: dir as string });
+  const stop = (code: number) => {
+    server.close().then(
+      // stdout may still hold the closing frames: exit once it has taken them.
+      () => process.stdout.write('', () => process.exit(code)),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', () => stop(0));
+  process.once('SIGTERM', () => stop(0));
+  process.stderr.write(`mcp-rx-streams serving ${path.resolve(dir as string)} on stdio\n`);
+  await server.session.closed;
+  stop(0);
 }
 
 /**

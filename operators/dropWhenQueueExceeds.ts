@@ -6,7 +6,7 @@ import { encodedByteLength } from '../lib/encode.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
 import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
 import { accountQueue } from '../lib/telemetry.js';
-import { callback, milliseconds, nonNegativeInteger, observable, positiveInteger } from '../lib/validate.js';
+import { callback, milliseconds, nonNegativeInteger, observable, oneOf, positiveInteger } from '../lib/validate.js';
 import { DisposingStage, stageOperator } from './stage.js';
 
 /**
@@ -86,6 +86,7 @@ export function dropWhenQueueExceeds(
     listenMaxQueueBytes: bytes,
     onDrop: onDrop === undefined ? undefined : callback<DropHandler>('dropWhenQueueExceeds onDrop', onDrop),
     stallGraceMs: grace === undefined || nonNegativeInteger('dropWhenQueueExceeds stallGraceMs', grace, 'milliseconds') === 0 ? grace : milliseconds('dropWhenQueueExceeds stallGraceMs', grace),
+    stalledEnd: options?.stalledEnd === undefined ? undefined : oneOf<StalledEnd>('dropWhenQueueExceeds stalledEnd', options.stalledEnd, STALLED_ENDS),
     scheduler: options?.scheduler,
   });
   return stageOperator(() => [new QueueStage(plan, sinkDemand$)]);
@@ -99,14 +100,30 @@ export interface DropOptions {
    * `StalledStreamError` (the adapter then drops the connection): a closed stream whose client
    * never reads would otherwise hold its slot forever. A non-negative integer; default: wait
    * forever. `0`: no wait at all, a stream that completes while frames are queued errors at once
-   * and the queued frames are dropped. The endpoint's streams use `0`, so that a closed stream
+   * and the queued frames are dropped (unless `stalledEnd` is `'control'`). The endpoint's streams use `0`, so that a closed stream
    * (superseded, say) whose client is not reading gives its slot back at once (SECURITY.md: a
    * principal never holds more than its cap of slots, at any instant).
    */
   readonly stallGraceMs?: number;
   /** Where the grace period's time comes from; defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
+  /**
+   * What a stream whose grace period ran out with frames still queued does (see `stallGraceMs`).
+   * `'error'` (the default): it errors with `StalledStreamError` and the queued frames are dropped
+   * with the connection the adapter then drops. `'control'`: its queued control frames (a listen's
+   * closing frames) are passed on regardless of demand, into the sink's own buffer, its queued
+   * notifications are discarded, and it completes. For a sink that many streams share (a message
+   * channel: stdio, a WebSocket): dropping the connection would end every stream on it, and the
+   * closing frames are how the peer learns that this one ended; what the sink then buffers is a few
+   * control frames per closed stream, bounded by the requests that opened them.
+   */
+  readonly stalledEnd?: StalledEnd;
 }
+
+/** What a queue does when its grace period runs out with frames queued; see {@link DropOptions.stalledEnd}. */
+export type StalledEnd = 'error' | 'control';
+
+const STALLED_ENDS: readonly StalledEnd[] = ['error', 'control'];
 
 /**
  * What the queue stages of one `dropWhenQueueExceeds`, or of one endpoint's streams, share; valid
@@ -122,6 +139,8 @@ export interface QueuePlan {
   readonly stallGraceMs: number | undefined;
   /** Where a grace period other than 0 is timed. */
   readonly clock: Clock | undefined;
+  /** See {@link DropOptions.stalledEnd}: `undefined` is `'error'`. */
+  readonly stalledEnd: StalledEnd | undefined;
 }
 
 /** The plan of {@link dropWhenQueueExceeds}, from valid settings. @internal */
@@ -130,11 +149,12 @@ export function queuePlan(settings: {
   readonly listenMaxQueueBytes: number;
   readonly onDrop?: DropHandler | undefined;
   readonly stallGraceMs?: number | undefined;
+  readonly stalledEnd?: StalledEnd | undefined;
   readonly scheduler?: SchedulerLike | undefined;
 }): QueuePlan {
-  const { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs } = settings;
+  const { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs, stalledEnd } = settings;
   const timed = stallGraceMs !== undefined && stallGraceMs > 0;
-  return { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs, clock: timed ? Clock.of(settings.scheduler) : undefined };
+  return { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs, clock: timed ? Clock.of(settings.scheduler) : undefined, stalledEnd };
 }
 
 /**
@@ -241,7 +261,21 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
 
   /** The grace period ran out with frames still queued. */
   fire(): void {
+    if (this.plan.stalledEnd === 'control') return this.forceControl();
     this.fail(new StalledStreamError({ graceMs: this.plan.stallGraceMs! }));
+  }
+
+  /** `stalledEnd: 'control'`: the queued control frames go out whatever the demand, the notifications are discarded, and the stream completes. */
+  private forceControl(): void {
+    const pending = this.pending!;
+    const control: Frame[] = [];
+    while (pending.length > 0) {
+      const frame = pending.shift();
+      if (!isNotification(frame)) control.push(frame);
+    }
+    this.release();
+    for (const frame of control) this.out.push(frame);
+    this.out.end();
   }
 
   private finish(): void {

@@ -10,7 +10,7 @@ import { channels, type StopReason } from '../lib/telemetry.js';
 import { epochMs, object, observable, requestId } from '../lib/validate.js';
 import { AckStage } from './ackThenNotify.js';
 import { CloseStage, closePlan, listenClosingFrames, type ClosePlan, type TriggerSpec } from './closeWhen.js';
-import { QueueStage, queuePlan, type QueuePlan } from './dropWhenQueueExceeds.js';
+import { QueueStage, queuePlan, type QueuePlan, type StalledEnd } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
 import { Stage, stageOperator } from './stage.js';
 import { TagStage } from './tagSubscriptionId.js';
@@ -146,9 +146,18 @@ export interface ListenPlans {
  * The {@link ListenPlans} of valid, complete options (see `resolveListenOptions`): the plan
  * functions of `keepAlive`, `closeWhen` and `dropWhenQueueExceeds`, called once.
  * @param shutdown$ closes every stream of the plans with reason `shutdown`.
+ * @param stalledEnd what a stream that closes while its sink is not reading does (see
+ *   `DropOptions.stalledEnd`): `'error'` (a connection of its own, dropped with its closing frames)
+ *   or `'control'` (a message channel that other streams share: its closing frames go into the
+ *   channel's buffer, its notifications are discarded). Either way it gives its slot back at once.
  * @internal
  */
-export function listenPlans(options: Readonly<ListenOptions>, shutdown$: Observable<unknown> | undefined, scheduler?: SchedulerLike): ListenPlans {
+export function listenPlans(
+  options: Readonly<ListenOptions>,
+  shutdown$: Observable<unknown> | undefined,
+  scheduler?: SchedulerLike,
+  stalledEnd: StalledEnd = 'error',
+): ListenPlans {
   const clock = Clock.of(scheduler);
   // The order of the composition: lifetime, (the stream's token expiry), idle, (the stream's supersede), shutdown.
   const triggers: TriggerSpec[] = [
@@ -159,7 +168,7 @@ export function listenPlans(options: Readonly<ListenOptions>, shutdown$: Observa
   return {
     keepAlive: keepAlivePlan(options.keepAliveInterval, scheduler),
     close: closePlan(triggers, options.closeNotice, { clock }),
-    queue: queuePlan({ listenMaxQueue: options.listenMaxQueue, listenMaxQueueBytes: options.listenMaxQueueBytes, onDrop: reportDrop, stallGraceMs: 0 }),
+    queue: queuePlan({ listenMaxQueue: options.listenMaxQueue, listenMaxQueueBytes: options.listenMaxQueueBytes, onDrop: reportDrop, stallGraceMs: 0, stalledEnd }),
     clock,
   };
 }

@@ -7,6 +7,8 @@
 //   otherwise the run stops at once with the one command to run.
 //   3. the official conformance runner (spec/conformance.spec.ts), fetched once with progress by
 //      scripts/conformance-install.mjs.
+//   4. the official Python MCP SDK (`mcp`, 2.x) for python3: spec/interop-stdio.spec.ts runs its
+//      stdio client against `serve --stdio`; installed with `python3 -m pip install mcp` when missing.
 // Exit code 0 when everything is there, 1 otherwise.
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -77,4 +79,18 @@ function ensureConformanceRunner() {
   return status === 0;
 }
 
-if (!ensureRedis() || !ensureChromium() || !ensureConformanceRunner()) process.exit(1);
+/** The official Python SDK's stdio client (spec/interop-stdio.spec.ts): `mcp` 2.x with `subscriptions/listen`. */
+function ensurePythonMcp() {
+  const found = () => spawnSync('python3', ['-c', 'import mcp.client.subscriptions'], { stdio: 'ignore' }).status === 0;
+  if (found()) return true;
+  if (!has('python3')) {
+    say('python3 is missing; spec/interop-stdio.spec.ts runs the official Python MCP client. Install python3 (3.10 or later), then run npm test again.');
+    return false;
+  }
+  say("the Python package mcp (2.x) is missing and spec/interop-stdio.spec.ts needs its stdio client: installing it with python3 -m pip install 'mcp>=2'");
+  if (run('python3', ['-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--retries', '1', 'mcp>=2']) && found()) return true;
+  say("pip could not install mcp (above); install it with python3 -m pip install 'mcp>=2' and run npm test again");
+  return false;
+}
+
+if (!ensureRedis() || !ensureChromium() || !ensureConformanceRunner() || !ensurePythonMcp()) process.exit(1);

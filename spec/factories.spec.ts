@@ -19,6 +19,7 @@ import * as main from '../index.js';
 import * as metrics from '../adapters/metrics/index.js';
 import * as redis from '../adapters/redis/index.js';
 import * as sdk from '../adapters/sdk/index.js';
+import * as ws from '../adapters/channel/ws.js';
 import * as reference from '../adapters/reference/server.js';
 import { InvalidOptionError } from '../lib/errors.js';
 
@@ -54,6 +55,7 @@ const url = 'http://127.0.0.1:9/mcp';
 const noop = () => undefined;
 const sender = { sendResourceUpdated: async () => undefined };
 const sdkHandler = { fetch: async () => new Response(null) };
+const fakeSocket = { readyState: 1, send: () => undefined, close: () => undefined, on: () => undefined, off: () => undefined };
 const redisUrl = 'redis://127.0.0.1:9';
 // A reference server that accepted wrong options would serve this folder, on a free port.
 const scratch = mkdtempSync(path.join(tmpdir(), 'mcp-rx-factories-'));
@@ -221,6 +223,31 @@ const ENTRIES: readonly Entry[] = [
       restoreSubscriptions: [{ what: 'no subscribe', call: () => main.restoreSubscriptions([], undefined as never), option: 'restoreSubscriptions subscribe' }],
       tagSubscriptionId: [{ what: 'an object id', call: () => main.tagSubscriptionId({} as never), option: 'tagSubscriptionId id' }],
       withEventIds: [{ what: 'no log', call: () => main.withEventIds(undefined as never), option: 'withEventIds log' }],
+      // Message channels (adapters/channel/).
+      channelPair: [
+        { what: 'options a number', call: () => main.channelPair(65_536 as never), option: 'channelPair options' },
+        { what: 'an unknown option', call: () => main.channelPair({ highWatermark: 1 } as never), option: 'highWatermark' },
+        { what: 'highWaterMark zero', call: () => main.channelPair({ highWaterMark: 0 }), option: 'highWaterMark' },
+      ],
+      channelTransport: [{ what: 'not a channel', call: () => main.channelTransport({} as never), option: 'channelTransport channel' }],
+      serveChannel: [
+        { what: 'a Hub instead of the endpoint', call: () => main.serveChannel(hub as never, main.channelPair()[0]), option: 'serveChannel endpoint', says: /new McpEndpoint\(\{ hub \}\)/ },
+        { what: 'no channel', call: () => main.serveChannel(endpoint, undefined as never), option: 'serveChannel channel' },
+        { what: 'a channel without its Observables', call: () => main.serveChannel(endpoint, { send: () => true, close: () => undefined } as never), option: 'serveChannel channel' },
+        { what: 'an unknown option', call: () => main.serveChannel(endpoint, main.channelPair()[0], { principal: 'x' } as never), option: 'principal' },
+        { what: 'auth without scopes', call: () => main.serveChannel(endpoint, main.channelPair()[0], { auth: { principal: 'x' } as never }), option: 'auth' },
+      ],
+      stdioChannel: [
+        { what: 'options a string', call: () => main.stdioChannel('stdin' as never), option: 'stdioChannel options' },
+        { what: 'an unknown option', call: () => main.stdioChannel({ stdin: process.stdin } as never), option: 'stdin' },
+        { what: 'input a string', call: () => main.stdioChannel({ input: 'x' as never }), option: 'input' },
+        { what: 'output without write', call: () => main.stdioChannel({ output: {} as never }), option: 'output' },
+        { what: 'maxMessageBytes zero', call: () => main.stdioChannel({ maxMessageBytes: 0 }), option: 'maxMessageBytes' },
+      ],
+      serveStdio: [
+        { what: 'no endpoint', call: () => main.serveStdio(undefined as never), option: 'serveStdio endpoint' },
+        { what: 'an unknown option', call: () => main.serveStdio(endpoint, { maxMessageBytes: 10 } as never), option: 'maxMessageBytes' },
+      ],
     },
     notFactories: {
       MemorySessionStore: NO_ARGUMENTS,
@@ -343,6 +370,33 @@ const ENTRIES: readonly Entry[] = [
         { what: 'sdk without fetch', call: () => sdk.sdkRouter({ endpoint, sdk: {} as never }), option: 'sdk' },
         { what: 'highWaterMark zero', call: () => sdk.sdkRouter({ endpoint, sdk: sdkHandler, highWaterMark: 0 }), option: 'highWaterMark' },
       ],
+      sdkStdio: [
+        { what: 'no options', call: () => sdk.sdkStdio(undefined as never), option: 'sdkStdio options', says: /\{ endpoint, connect \}/ },
+        { what: 'a Hub instead of the endpoint', call: () => sdk.sdkStdio({ endpoint: hub as never, connect: () => undefined }), option: 'endpoint', says: /new McpEndpoint\(\{ hub \}\)/ },
+        { what: 'connect not a function', call: () => sdk.sdkStdio({ endpoint, connect: 'x' as never }), option: 'connect' },
+        { what: 'an unknown option', call: () => sdk.sdkStdio({ endpoint, connect: () => undefined, stdin: process.stdin } as never), option: 'stdin' },
+      ],
+    },
+    notFactories: {},
+  },
+  {
+    name: 'mcp-rx-streams/ws',
+    module: ws,
+    factories: {
+      webSocketChannel: [
+        { what: 'no socket', call: () => ws.webSocketChannel(undefined as never), option: 'webSocketChannel socket' },
+        { what: 'highWaterMark a string', call: () => ws.webSocketChannel(fakeSocket, { highWaterMark: '64k' as never }), option: 'highWaterMark' },
+      ],
+      serveWebSocket: [
+        { what: 'a Hub instead of the endpoint', call: () => ws.serveWebSocket(hub as never, fakeSocket), option: 'serveWebSocket endpoint', says: /new McpEndpoint\(\{ hub \}\)/ },
+        { what: 'no socket', call: () => ws.serveWebSocket(endpoint, undefined as never), option: 'serveWebSocket socket' },
+      ],
+      webSocketServer: [
+        { what: 'no endpoint', call: () => ws.webSocketServer(undefined as never), option: 'webSocketServer endpoint' },
+        { what: 'an unknown option', call: () => ws.webSocketServer(endpoint, { pathname: '/mcp' } as never), option: 'pathname' },
+        { what: 'a port out of range', call: () => ws.webSocketServer(endpoint, { port: 70_000 }), option: 'port' },
+        { what: 'a path without its slash', call: () => ws.webSocketServer(endpoint, { path: 'mcp' }), option: 'path' },
+      ],
     },
     notFactories: {},
   },
@@ -364,7 +418,9 @@ const ENTRIES: readonly Entry[] = [
         { what: 'keepAliveInterval negative', call: () => start({ keepAliveInterval: -1 }), option: 'keepAliveInterval' },
       ],
     },
-    notFactories: {},
+    notFactories: {
+      openReference: "startReferenceServer's own first half (internal, also serve --stdio's): the same checks, its rows above",
+    },
   },
 ];
 

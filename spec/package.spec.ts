@@ -13,7 +13,7 @@ import { test } from 'uvu';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['.', './client', './redis', './metrics', './sdk'] as const;
+const ENTRIES = ['.', './client', './redis', './metrics', './sdk', './ws'] as const;
 const specifier = (entry: string) => (entry === '.' ? 'mcp-rx-streams' : `mcp-rx-streams/${entry.slice(2)}`);
 
 let work: string;
@@ -99,7 +99,7 @@ test('package.json: metadata, peers, and an exports map with types/import/defaul
   assert.equal(manifest.peerDependencies.rxjs, '^7.8.0');
   assert.equal(manifest.dependencies.rxjs, undefined);
   assert.equal(manifest.dependencies.ioredis, undefined);
-  assert.deepEqual(manifest.peerDependenciesMeta, { ioredis: { optional: true }, 'prom-client': { optional: true } });
+  assert.deepEqual(manifest.peerDependenciesMeta, { ioredis: { optional: true }, 'prom-client': { optional: true }, ws: { optional: true } });
   assert.deepEqual(Object.keys(manifest.exports).sort(), [...ENTRIES, './package.json'].sort());
   for (const entry of ENTRIES) {
     const conditions = manifest.exports[entry];
@@ -114,6 +114,7 @@ const EXPECTED: Record<(typeof ENTRIES)[number], string[]> = {
   './redis': ['RedisBus', 'RedisLease', 'RedisSessionStore', 'redisChannels'],
   './metrics': ['collectMetrics', 'MissingPeerDependencyError'],
   './sdk': ['sdkRouter', 'HubEventBus', 'replayEventStore', 'eventLogStore', 'ResourceUpdates'],
+  './ws': ['webSocketServer', 'webSocketChannel', 'serveWebSocket'],
 };
 
 test('ESM import and CJS require() (Node >= 20.19) of every entry give the same functions', async () => {
@@ -146,11 +147,12 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
     return packages;
   };
   const main = await reached('dist/index.js');
-  for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client']) assert.equal(main.has(heavy), false, `the main entry reaches ${heavy}: ${[...main].join(', ')}`);
+  for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client', 'ws']) assert.equal(main.has(heavy), false, `the main entry reaches ${heavy}: ${[...main].join(', ')}`);
   assert.ok(main.has('rxjs'));
   assert.ok((await reached('dist/client.js')).has('undici'));
   assert.ok((await reached('dist/adapters/redis/index.js')).has('ioredis'));
   assert.ok((await reached('dist/adapters/metrics/index.js')).has('prom-client'));
+  assert.ok((await reached('dist/adapters/channel/ws.js')).has('ws'));
   // The SDK entry is typed by shape: it loads no MCP SDK (the scratch project has none) and no ioredis.
   const sdk = await reached('dist/adapters/sdk/index.js');
   assert.deepEqual([...sdk].filter((name) => name.startsWith('@modelcontextprotocol/') || name === 'ioredis'), [], [...sdk].join(', '));
@@ -167,6 +169,8 @@ import { listen, type ListenClientOptions, type ParsedSseEvent } from ${from('./
 import { RedisBus, type RedisBusOptions } from ${from('./redis')};
 import { collectMetrics, type MetricsBridge } from ${from('./metrics')};
 import { replayEventStore, sdkRouter, type SdkEventStore, type SdkRouter } from ${from('./sdk')};
+import { webSocketChannel, type WebSocketLike } from ${from('./ws')};
+import { serveStdio, type MessageChannel } from ${from('.')};
 import { Registry } from 'prom-client';
 import type { Observable } from 'rxjs';
 const hub: Hub = new Hub();
@@ -179,9 +183,11 @@ const redis: RedisBusOptions = { redis: 'redis://127.0.0.1:6379' };
 const bridge: MetricsBridge = collectMetrics(new Registry(), endpoint);
 const store: SdkEventStore = replayEventStore({ capacity: 10 });
 const router: SdkRouter = sdkRouter({ endpoint, sdk: { fetch: async () => new Response(null, { status: 405 }) } });
+const channel: (socket: WebSocketLike) => MessageChannel = webSocketChannel;
+const stdio: typeof serveStdio = serveStdio;
 // @ts-expect-error a frame is not a number
 const wrong: Frame = 1;
-export { handler, stream, redis, bridge, store, router, wrong, RedisBus };
+export { handler, stream, redis, bridge, store, router, channel, stdio, wrong, RedisBus };
 export type { ParsedSseEvent };
 `;
   const esm = use((entry) => `'${specifier(entry)}'`);

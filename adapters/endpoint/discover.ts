@@ -1,5 +1,6 @@
 import { type ServerCapabilities, TASKS_EXTENSION_ID } from '../../lib/filter.js';
-import { MODERN_PROTOCOL_VERSION, type ServerInfo } from '../../lib/protocol.js';
+import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
+import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, NEWEST_LEGACY_PROTOCOL_VERSION, type ServerInfo } from '../../lib/protocol.js';
 
 /** The result `_meta` key under which a 2026-07-28 server names itself (`{ name, version }`). */
 const SERVER_INFO_META_KEY = 'io.modelcontextprotocol/serverInfo';
@@ -64,4 +65,17 @@ export function initializeResult(
   const result: Record<string, unknown> = { protocolVersion, capabilities: advertisedCapabilities(capabilities, extra), serverInfo };
   if (instructions !== undefined) result.instructions = instructions;
   return result;
+}
+
+/**
+ * The legacy revision an `initialize` agrees on (DESIGN L1): the one `params.protocolVersion`
+ * asks for when it is one of {@link LEGACY_PROTOCOL_VERSIONS}, else the newest. Shared by an HTTP
+ * session and a message channel's legacy era.
+ * @throws JsonRpcError `-32602` when `params.protocolVersion` is not a string.
+ * @internal
+ */
+export function agreedLegacyVersion(params: Readonly<Record<string, unknown>> | undefined): string {
+  const requested = params?.protocolVersion;
+  if (typeof requested !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
+  return LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : NEWEST_LEGACY_PROTOCOL_VERSION;
 }

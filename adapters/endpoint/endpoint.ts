@@ -16,14 +16,15 @@ import { StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
 import { ResourceAccess } from './authorize.js';
 import { readJson } from './body.js';
-import { discoverResult } from './discover.js';
+import { CHANNEL_PARTS, type ChannelParts } from './channelParts.js';
+import { agreedLegacyVersion, discoverResult, initializeResult } from './discover.js';
 import { type Envelope, parseEnvelope } from './envelope.js';
 import { type ClientAddress, withClientAddress } from './clientAddress.js';
 import type { CorsPolicy } from './cors.js';
 import { hostFieldError } from './hostCheck.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
-import { listenPlans, reportDrop } from '../../operators/listenPipeline.js';
+import { listenPlans, type ListenPlans, reportDrop } from '../../operators/listenPipeline.js';
 import { sessionPlans } from '../../operators/sessionPipeline.js';
 import { ListenStreams } from './listen.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
@@ -80,6 +81,7 @@ export class McpEndpoint {
   readonly #options: McpEndpointOptions;
   readonly #legacy: LegacySessions | undefined;
   readonly #allowDelete: boolean;
+  readonly #maxSubscriptionsPerSession: number;
   readonly #hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
   readonly #cors: CorsPolicy | undefined;
   readonly #clientAddress: ClientAddress | undefined;
@@ -95,6 +97,12 @@ export class McpEndpoint {
   // A Broadcast (a Subject-like Observable) so that each listen stream attaches to it directly.
   readonly #shutdown = new Broadcast<void>();
   #closed = false;
+  /** Who may watch which URI (both eras, HTTP and channels). */
+  readonly #access: ResourceAccess;
+  /** The legacy `initialize` result at a revision (message channels answer it; HTTP sessions have their own). */
+  readonly #initializeResult: (protocolVersion: string) => Record<string, unknown>;
+  /** What a message channel serves through, made at its first use. */
+  #channelParts: ChannelParts | undefined;
 
   /**
    * @param options see {@link McpEndpointOptions}; `hub` is required.
@@ -123,6 +131,7 @@ export class McpEndpoint {
     this.#cors = resolved.cors;
     this.#clientAddress = resolved.clientAddress;
     this.#allowDelete = sessionOptions.allowClientSessionDelete;
+    this.#maxSubscriptionsPerSession = sessionOptions.maxSubscriptionsPerSession;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
     // One decision for both eras: a listen and a legacy subscribe ask the same providers and hooks.
     const providers = options.resourceProviders ?? [hubResources(this.hub)];
@@ -132,6 +141,8 @@ export class McpEndpoint {
       canRead: options.canRead,
       subscribeHook: options.subscribeHook,
     });
+    this.#access = access;
+    this.#initializeResult = (protocolVersion) => initializeResult(protocolVersion, this.capabilities, extraCapabilities, serverInfo, options.instructions);
     this.#feeds = new ProviderFeeds(this.hub);
     this.#listens = new ListenStreams({
       hub: this.hub,
@@ -207,6 +218,57 @@ export class McpEndpoint {
     this.#shutdown.complete();
     this.#feeds.close();
     this.#legacy?.close();
+  }
+
+  /**
+   * The parts a message channel (`adapters/channel/`: stdio, WebSocket, an in-process pair) serves
+   * through: this endpoint's own admission, authorization, plans and answers. Made once, at the
+   * first channel; the channels' listen plans differ from HTTP's in one thing only, what a stream
+   * that closes while its channel is not reading does (`stalledEnd: 'control'`: its closing frames
+   * wait in the channel's buffer, since dropping the channel would end every other stream on it).
+   * @internal
+   */
+  [CHANNEL_PARTS](): ChannelParts {
+    return (this.#channelParts ??= this.#makeChannelParts());
+  }
+
+  #makeChannelParts(): ChannelParts {
+    const plans: ListenPlans = listenPlans(this.listenOptions, this.#shutdown, this.#scheduler, 'control');
+    const legacy = this.#legacy === undefined ? undefined : this.#options;
+    return {
+      hub: this.hub,
+      slots: this.slots,
+      capabilities: this.capabilities,
+      maxBodyBytes: this.maxBodyBytes,
+      access: this.#access,
+      queue: plans.queue,
+      shutdown$: this.#shutdown,
+      legacy:
+        legacy === undefined
+          ? undefined
+          : {
+              maxSubscriptions: this.#maxSubscriptionsPerSession,
+              initialize: async (params, context) => {
+                const protocolVersion = agreedLegacyVersion(params);
+                const own = this.#own('initialize');
+                const answer = own === undefined ? undefined : await callOwn(own, 'initialize', params, context);
+                return { protocolVersion, result: answer === undefined ? this.#initializeResult(protocolVersion) : { ...(answer as object), protocolVersion } };
+              },
+            },
+      isClosed: () => this.#closed,
+      listen: (id, params, context) => this.#listens.open(id, params, context, plans),
+      call: (id, method, params, context) => this.#call(id, method, params, context),
+      admit: async (request) => {
+        // What an HTTP request is checked for before anything else, for the request that opens a
+        // channel (a WebSocket upgrade): one Host, DNS rebinding, then who is calling.
+        const hosts = hostFieldError(request);
+        if (hosts !== undefined) throw new HttpError(400, new JsonRpcError(ErrorCode.InvalidRequest, hosts));
+        const refused = this.#hostCheck?.(request);
+        if (refused !== undefined) throw new HttpError(403, new JsonRpcError(ErrorCode.InvalidRequest, refused));
+        const resolve = this.#clientAddress;
+        return this.#authenticate(resolve === undefined ? request : withClientAddress(request, resolve));
+      },
+    };
   }
 
   /**

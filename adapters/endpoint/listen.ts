@@ -76,6 +76,21 @@ export class ListenStreams {
     if (!acceptsEventStream(request.header('accept'))) {
       return jsonError(406, id, new JsonRpcError(ErrorCode.InvalidRequest, 'subscriptions/listen requires Accept: text/event-stream'));
     }
+    return this.open(id, params, context, this.#init.plans);
+  }
+
+  /**
+   * A listen past the transport's own checks (HTTP's Accept: M1; a message channel has none): the
+   * filter, admission, authorization and the stream, built from `plans` (the endpoint's, or its
+   * message channels', see `listenPlans`' `stalledEnd`).
+   * @throws HttpError 503 when the server is full (with its retry time) or closed.
+   */
+  async open(
+    id: JsonRpcId,
+    params: Readonly<Record<string, unknown>> | undefined,
+    context: RequestContext,
+    plans: ListenPlans,
+  ): Promise<EndpointResponse> {
     let filter;
     try {
       filter = parseListenFilter(params, this.#init.capabilities);
@@ -114,11 +129,10 @@ export class ListenStreams {
     if (this.#init.emptyListen === 'complete' && filterNames(authorized).length === 0) {
       // Nothing honoured and nothing to hold: the empty acknowledgment and the result, no slot kept.
       pending.abandon();
-      const { plans } = this.#init;
       return { kind: 'stream', status: 200, headers: SSE_HEADERS, open: () => completedListen(plans, { requestId: id, filter: authorized }), abandon: noop };
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
-    return this.#listenResponse(id, authorized, context.auth, pending, lease);
+    return this.#listenResponse(id, authorized, context.auth, pending, lease, plans);
   }
 
   /**
@@ -151,11 +165,11 @@ export class ListenStreams {
 
   // Apart from listen() so that an open stream's closures hold only what the stream needs, not the
   // request, its body and its context (times 10 000 idle streams).
-  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, pending: PendingListen, lease: FeedLease | undefined): EndpointResponse {
+  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, pending: PendingListen, lease: FeedLease | undefined, plans: ListenPlans): EndpointResponse {
     const { expiresAt, scopes } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
-        const { hub, plans } = this.#init;
+        const { hub } = this.#init;
         const { admission, slot } = pending;
         // Superseded while it was being authorized: it opens and closes at once (ack, then the
         // closing frames with reason `superseded`), its slot already given back.

@@ -114,47 +114,26 @@ export interface ReferenceServer {
   close(): Promise<void>;
 }
 
+/** What a reference server is, whatever carries it (HTTP, or a message channel: `startReferenceStdio`). @internal */
+export interface ReferenceCore {
+  readonly hub: Hub;
+  readonly endpoint: McpEndpoint;
+  readonly files: FileResources;
+  readonly fleet: Fleet | undefined;
+  /** The folder's changes, published on the hub. */
+  readonly watching: Subscription;
+  /** Closes the files, the hub and the fleet, and rethrows `error` (a failed start). */
+  abort(error: unknown): Promise<never>;
+}
+
 /**
- * Starts the reference MCP server: a directory served as resources, whose changes are pushed to
- * `subscriptions/listen` streams, composed from the library's public parts.
- *
- * Every regular file under `dir` is a resource (`file://` URI of its absolute path), every
- * directory a collection (same with a trailing `/`). Changing a file publishes
- * `notifications/resources/updated` for it and its enclosing collections; creating, deleting or
- * renaming one publishes `notifications/resources/list_changed`. `tools.json` and `prompts.json`
- * are served by `tools/list` and `prompts/list`, and what they list by `tools/call` and
- * `prompts/get` (`echo`, `add` and `summarize` do what their demo definitions say; see
- * {@link Catalog}); an edit that changes what they list publishes `tools/list_changed` or
- * `prompts/list_changed`, a rewrite of the same definitions nothing. `resources/templates/list`
- * has one template, `file://DIR/{+path}`. Files under `private/` need the `private` scope.
- *
- * Both eras are served on the one endpoint: 2026-07-28 clients `subscriptions/listen`; 2025-03-26,
- * 2025-06-18 and 2025-11-25 clients `initialize` a session, open `GET /mcp` and `resources/subscribe` to files
- * and folders, resuming with `Last-Event-ID`. Bound to a loopback address, requests with a foreign
- * `Host` or `Origin` are refused (403).
- *
- * With `redis`, the server is one node of a fleet: every node watches the folder (so each knows
- * what is subscribable), but only the holder of the folder's watch lease publishes its changes,
- * which reach the other nodes' streams through the hub's Redis bus. A holder that loses Redis
- * keeps publishing them (its bus's outbox carries them over the outage) until Redis is back; the
- * other nodes hear them then, once each.
- * Legacy sessions, their replay buffers and the per-principal cap live in Redis too.
- *
- * @example
- * const server = await startReferenceServer({ dir: './demo-data', port: 0 });
- * console.log(server.url); // http://127.0.0.1:54321/mcp
- * await server.close();
- * @param options see {@link ReferenceServerOptions}.
- * @throws InvalidOptionError (as a rejection, before anything is created or connected) naming
- *   `startReferenceServer options` when `options` is not an object, else the option that is unknown
- *   or unusable: `dir`, `host` or `tokenSecret` not a non-empty string, `port` not from 0 to 65535,
- *   `redis` not a `redis://` URL, `nodeId` or `watchLeaseTtl` without `redis`, a listen, session or
- *   file option as {@link McpEndpoint} and `FileResources` check it. `trustProxy` and `corsOrigins`
- *   are checked by the endpoint, after the folder is opened.
+ * The reference server without its transport: the served folder, the hub its changes are published
+ * on, the endpoint (both eras, the reference tools and prompt) and, with `redis`, the fleet.
+ * @internal
  */
-export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
+export async function openReference(options: ReferenceServerOptions = {}): Promise<ReferenceCore> {
   validOptions('startReferenceServer options', options, REFERENCE_OPTIONS, { like: "{ dir: './demo-data', port: 3000 }" });
-  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, ...limits } = options;
+  const { dir = './demo-data', host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, port: _port, ...limits } = options;
   checkOptions(options);
   await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), {
@@ -217,6 +196,51 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
     }
   });
 
+  return { hub, endpoint, files, fleet, watching, abort };
+}
+
+
+/**
+ * Starts the reference MCP server: a directory served as resources, whose changes are pushed to
+ * `subscriptions/listen` streams, composed from the library's public parts.
+ *
+ * Every regular file under `dir` is a resource (`file://` URI of its absolute path), every
+ * directory a collection (same with a trailing `/`). Changing a file publishes
+ * `notifications/resources/updated` for it and its enclosing collections; creating, deleting or
+ * renaming one publishes `notifications/resources/list_changed`. `tools.json` and `prompts.json`
+ * are served by `tools/list` and `prompts/list`, and what they list by `tools/call` and
+ * `prompts/get` (`echo`, `add` and `summarize` do what their demo definitions say; see
+ * {@link Catalog}); an edit that changes what they list publishes `tools/list_changed` or
+ * `prompts/list_changed`, a rewrite of the same definitions nothing. `resources/templates/list`
+ * has one template, `file://DIR/{+path}`. Files under `private/` need the `private` scope.
+ *
+ * Both eras are served on the one endpoint: 2026-07-28 clients `subscriptions/listen`; 2025-03-26,
+ * 2025-06-18 and 2025-11-25 clients `initialize` a session, open `GET /mcp` and `resources/subscribe` to files
+ * and folders, resuming with `Last-Event-ID`. Bound to a loopback address, requests with a foreign
+ * `Host` or `Origin` are refused (403).
+ *
+ * With `redis`, the server is one node of a fleet: every node watches the folder (so each knows
+ * what is subscribable), but only the holder of the folder's watch lease publishes its changes,
+ * which reach the other nodes' streams through the hub's Redis bus. A holder that loses Redis
+ * keeps publishing them (its bus's outbox carries them over the outage) until Redis is back; the
+ * other nodes hear them then, once each.
+ * Legacy sessions, their replay buffers and the per-principal cap live in Redis too.
+ *
+ * @example
+ * const server = await startReferenceServer({ dir: './demo-data', port: 0 });
+ * console.log(server.url); // http://127.0.0.1:54321/mcp
+ * await server.close();
+ * @param options see {@link ReferenceServerOptions}.
+ * @throws InvalidOptionError (as a rejection, before anything is created or connected) naming
+ *   `startReferenceServer options` when `options` is not an object, else the option that is unknown
+ *   or unusable: `dir`, `host` or `tokenSecret` not a non-empty string, `port` not from 0 to 65535,
+ *   `redis` not a `redis://` URL, `nodeId` or `watchLeaseTtl` without `redis`, a listen, session or
+ *   file option as {@link McpEndpoint} and `FileResources` check it. `trustProxy` and `corsOrigins`
+ *   are checked by the endpoint, after the folder is opened.
+ */
+export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
+  const { hub, endpoint, files, fleet, watching, abort } = await openReference(options);
+  const { port = 3000, host = '127.0.0.1' } = options;
   const handle = nodeHandler(endpoint);
   // Slow headers are cut by node:http, slow bodies by the endpoint's bodyTimeout, and a request
   // answered before its body arrived closes its connection (whenParsed, answerHeaders):
@@ -269,7 +293,7 @@ const LISTEN_OPTION_NAMES = Object.keys(DEFAULT_LISTEN_OPTIONS) as (keyof Listen
 const STREAM_LIMIT_NAMES = Object.keys(DEFAULT_STREAM_LIMITS) as (keyof StreamLimits)[];
 const SESSION_OPTION_NAMES = Object.keys(DEFAULT_SESSION_OPTIONS) as (keyof SessionOptions)[];
 const REFERENCE_OPTIONS: readonly (keyof ReferenceServerOptions)[] = [
-  'dir', 'port', 'host', 'tokenSecret', 'capacityRetryAfter', 'debounceMs', 'maxReadBytes', 'redis', 'nodeId', 'watchLeaseTtl', 'redisConnectTimeout',
+  'dir', 'port', 'host', 'tokenSecret', 'capacityRetryAfter', 'emptyListen', 'debounceMs', 'maxReadBytes', 'redis', 'nodeId', 'watchLeaseTtl', 'redisConnectTimeout',
   'trustProxy', 'corsOrigins', ...LISTEN_OPTION_NAMES, ...STREAM_LIMIT_NAMES, ...SESSION_OPTION_NAMES,
 ];
 
@@ -300,8 +324,8 @@ function checkOptions(options: ReferenceServerOptions): void {
   resolveSessionOptions(only(options, SESSION_OPTION_NAMES));
 }
 
-/** The fleet parts, and whether this node publishes the folder's changes. */
-interface Fleet extends ReferenceFleet {
+/** The fleet parts, and whether this node publishes the folder's changes. @internal */
+export interface Fleet extends ReferenceFleet {
   readonly view: ReferenceFleet;
   /**
    * This node holds the watch lease, or held it when Redis became unreachable and Redis is not

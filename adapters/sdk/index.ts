@@ -12,3 +12,7 @@ export { eventLogStore, replayEventStore, STANDALONE_STREAM_ID } from './eventSt
 export type { ReplayEventStoreOptions, SdkEventStore } from './eventStore.js';
 export { ResourceUpdates } from './resourceUpdates.js';
 export type { ListChange, ResourceUpdateSender, ResourceUpdatesOptions, RestoreResult, SdkRequestExtra, SdkResourceRequest } from './resourceUpdates.js';
+
+/* SDK 2.x on stdio: listen in front of the SDK server on one stdin/stdout pair */
+export { sdkStdio } from './stdio.js';
+export type { SdkStdio, SdkStdioOptions } from './stdio.js';

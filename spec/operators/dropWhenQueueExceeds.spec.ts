@@ -98,6 +98,28 @@ test('stallGraceMs 0: a completion while frames are held errors at once, droppin
   }
 });
 
+test("stalledEnd 'control': a stalled completion passes the held control frames on whatever the demand, discards the notifications, completes", () => {
+  const G: Record<string, Frame> = { ...F, x: cancelled('shutdown'), y: cancelled('result') };
+  testScheduler().run(({ hot, expectObservable }) => {
+    // Busy from 2: a, then b held, then the closing frames x and y held behind it; completed at 8.
+    const demand = hot<boolean>('--f------------', T);
+    const source = hot<Frame>('  -a-b-x-y|', G);
+    const expected = '           -a------(xy|)';
+    expectObservable(source.pipe(dropWhenQueueExceeds(10, demand, undefined, { stallGraceMs: 0, stalledEnd: 'control' }))).toBe(expected, G);
+  });
+  testScheduler().run(({ hot, expectObservable }) => {
+    // With a grace period: the closing frames wait for it, then go out the same way.
+    const demand = hot<boolean>('--f------------', T);
+    const source = hot<Frame>('  -a-x-b|', G);
+    const expected = '           -a----------(x|)';
+    expectObservable(source.pipe(dropWhenQueueExceeds(10, demand, undefined, { stallGraceMs: 6, stalledEnd: 'control' }))).toBe(expected, G);
+  });
+  assert.throws(
+    () => dropWhenQueueExceeds(10, NEVER, undefined, { stalledEnd: 'drop' as never }),
+    (error: unknown) => error instanceof InvalidOptionError && /^dropWhenQueueExceeds stalledEnd must be/.test(error.message),
+  );
+});
+
 test('forwards an error at once, discarding held frames', () => {
   testScheduler().run(({ hot, expectObservable }) => {
     const demand = hot<boolean>('--f-----t---', T);

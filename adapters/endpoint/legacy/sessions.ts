@@ -5,10 +5,9 @@ import type { RequestContext } from '../../../lib/context.js';
 import type { Frame } from '../../../lib/frame.js';
 import { HttpError } from '../../../lib/httpError.js';
 import { ErrorCode, JsonRpcError } from '../../../lib/jsonrpc.js';
-import { LEGACY_PROTOCOL_VERSIONS, NEWEST_LEGACY_PROTOCOL_VERSION } from '../../../lib/protocol.js';
 import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
 import { reportError } from '../../../lib/telemetry.js';
-import { initializeResult } from '../discover.js';
+import { agreedLegacyVersion, initializeResult } from '../discover.js';
 import { capacityRefusal, shutdownRefusal } from '../responses.js';
 import { openGetStream, type StreamOwner } from './getStream.js';
 import { cancelSubscribe } from '../subscriptions.js';
@@ -70,11 +69,7 @@ export class LegacySessions {
    * @throws HttpError 503 at `maxSessions` (with its retry time) or once closed (shutting down).
    */
   async initialize(params: Readonly<Record<string, unknown>> | undefined, auth: AuthInfo): Promise<{ id: string; result: unknown }> {
-    const requested = params?.protocolVersion;
-    if (typeof requested !== 'string') {
-      throw new JsonRpcError(ErrorCode.InvalidParams, 'initialize requires params.protocolVersion');
-    }
-    const protocolVersion = LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : NEWEST_LEGACY_PROTOCOL_VERSION;
+    const protocolVersion = agreedLegacyVersion(params);
     if (this.#closed) throw shutdownRefusal();
     // Fairness first: a principal at its own cap makes room among its own sessions, so that one
     // client cannot fill the server-wide cap and lock every other principal out.

@@ -125,7 +125,12 @@ export class RestoreError extends McpRxError {
   }
 }
 
-function requireUri(method: string, params: Readonly<Record<string, unknown>> | undefined): string {
+/**
+ * `params.uri` of a `resources/subscribe` or `resources/unsubscribe` (DESIGN L3), also on a message channel.
+ * @throws JsonRpcError `-32602` when it is missing, not a string, or over {@link MAX_URI_BYTES} bytes.
+ * @internal
+ */
+export function requireUri(method: string, params: Readonly<Record<string, unknown>> | undefined): string {
   const uri = params?.uri;
   if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, `${method} requires params.uri`);
   if (exceedsBytes(uri, MAX_URI_BYTES)) throw new JsonRpcError(ErrorCode.InvalidParams, `${method} params.uri must be at most ${MAX_URI_BYTES} bytes`);
