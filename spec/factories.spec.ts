@@ -18,6 +18,7 @@ import * as client from '../client.js';
 import * as main from '../index.js';
 import * as metrics from '../adapters/metrics/index.js';
 import * as redis from '../adapters/redis/index.js';
+import * as cluster from '../adapters/cluster/index.js';
 import * as sdk from '../adapters/sdk/index.js';
 import * as ws from '../adapters/channel/ws.js';
 import * as reference from '../adapters/reference/server.js';
@@ -318,6 +319,32 @@ const ENTRIES: readonly Entry[] = [
       RedisSessionBus: [...redisRows('RedisSessionBus', (options) => new redis.RedisSessionBus(options as never))],
       RedisSessionStore: [...redisRows('RedisSessionStore', (options) => new redis.RedisSessionStore(options as never))],
       redisEventLogs: [...redisRows('redisEventLogs', (options) => redis.redisEventLogs(options as never))],
+    },
+    notFactories: {},
+  },
+  {
+    // Every option is optional: a call without any would start serving (a primary) or wait for one (a worker).
+    name: 'mcp-rx-streams/cluster',
+    module: cluster,
+    factories: {
+      clusterPrimary: [
+        { what: 'a number instead of the options', call: () => cluster.clusterPrimary(4 as never), option: 'clusterPrimary options' },
+        { what: 'an unknown option', call: () => cluster.clusterPrimary({ maxStream: 4 } as never), option: 'maxStream', says: /maxStreams/ },
+        { what: 'maxStreams zero', call: () => cluster.clusterPrimary({ maxStreams: 0 }), option: 'maxStreams' },
+        { what: 'maxSessionsPerPrincipal a string', call: () => cluster.clusterPrimary({ maxSessionsPerPrincipal: '2' as never }), option: 'maxSessionsPerPrincipal' },
+        { what: 'sessionIdleTimeout negative', call: () => cluster.clusterPrimary({ sessionIdleTimeout: -1 }), option: 'sessionIdleTimeout' },
+        { what: 'a nodeId with a space', call: () => cluster.clusterPrimary({ nodeId: 'node a' }), option: 'nodeId' },
+        { what: 'bus without publish and connect', call: () => cluster.clusterPrimary({ bus: {} as never }), option: 'bus', says: /HubBus/ },
+        { what: 'principals without admit', call: () => cluster.clusterPrimary({ principals: {} as never }), option: 'principals' },
+        { what: 'eventLog a ReplayBuffer', call: () => cluster.clusterPrimary({ eventLog: new main.ReplayBuffer() as never }), option: 'eventLog' },
+        { what: 'lease a RedisLease instead of a function of the key', call: () => cluster.clusterPrimary({ lease: { held$: of(true) } as never }), option: 'lease' },
+      ],
+      clusterWorker: [
+        { what: 'a number instead of the options', call: () => cluster.clusterWorker(5000 as never), option: 'clusterWorker options' },
+        { what: 'an unknown option', call: () => cluster.clusterWorker({ timout: 10 } as never), option: 'timout', says: /timeout/ },
+        { what: 'timeout zero', call: () => cluster.clusterWorker({ timeout: 0 }), option: 'timeout' },
+        { what: 'capacityRetryAfter a string', call: () => cluster.clusterWorker({ capacityRetryAfter: '5000' as never }), option: 'capacityRetryAfter' },
+      ],
     },
     notFactories: {},
   },

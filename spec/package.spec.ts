@@ -13,7 +13,7 @@ import { test } from 'uvu';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['.', './client', './redis', './metrics', './sdk', './ws'] as const;
+const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './sdk', './ws'] as const;
 const specifier = (entry: string) => (entry === '.' ? 'mcp-rx-streams' : `mcp-rx-streams/${entry.slice(2)}`);
 
 let work: string;
@@ -112,6 +112,7 @@ const EXPECTED: Record<(typeof ENTRIES)[number], string[]> = {
   '.': ['Hub', 'McpEndpoint', 'nodeHandler', 'webHandler', 'keepAlive', 'channels', 'encodeFrame'],
   './client': ['listen', 'openSse', 'parseSse', 'SseParser', 'ListenClientError'],
   './redis': ['RedisBus', 'RedisLease', 'RedisSessionStore', 'redisChannels'],
+  './cluster': ['clusterPrimary', 'clusterWorker', 'ClusterError'],
   './metrics': ['collectMetrics', 'MissingPeerDependencyError'],
   './sdk': ['sdkRouter', 'HubEventBus', 'replayEventStore', 'eventLogStore', 'ResourceUpdates'],
   './ws': ['webSocketServer', 'webSocketChannel', 'serveWebSocket'],
@@ -151,6 +152,9 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
   assert.ok(main.has('rxjs'));
   assert.ok((await reached('dist/client.js')).has('undici'));
   assert.ok((await reached('dist/adapters/redis/index.js')).has('ioredis'));
+  // A machine's cluster needs node:cluster and what the main entry loads: nothing to install.
+  const cluster = await reached('dist/adapters/cluster/index.js');
+  for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client', 'ws']) assert.equal(cluster.has(heavy), false, `the cluster entry reaches ${heavy}: ${[...cluster].join(', ')}`);
   assert.ok((await reached('dist/adapters/metrics/index.js')).has('prom-client'));
   assert.ok((await reached('dist/adapters/channel/ws.js')).has('ws'));
   // The SDK entry is typed by shape: it loads no MCP SDK (the scratch project has none) and no ioredis.
@@ -167,6 +171,7 @@ test('TypeScript: the types resolve under node16, bundler and (CommonJS) nodenex
 import { Hub, McpEndpoint, nodeHandler, type McpEndpointOptions, type Frame } from ${from('.')};
 import { listen, type ListenClientOptions, type ParsedSseEvent } from ${from('./client')};
 import { RedisBus, type RedisBusOptions } from ${from('./redis')};
+import { clusterPrimary, type ClusterWorker } from ${from('./cluster')};
 import { collectMetrics, type MetricsBridge } from ${from('./metrics')};
 import { replayEventStore, sdkRouter, type SdkEventStore, type SdkRouter } from ${from('./sdk')};
 import { webSocketChannel, type WebSocketLike } from ${from('./ws')};
@@ -180,6 +185,8 @@ const handler: (req: import('node:http').IncomingMessage, res: import('node:http
 const client: ListenClientOptions = { url: 'http://127.0.0.1:3000/mcp', notifications: { toolsListChanged: true } };
 const stream: Observable<unknown> = listen(client);
 const redis: RedisBusOptions = { redis: 'redis://127.0.0.1:6379' };
+const machine: typeof clusterPrimary = clusterPrimary;
+const worker = (node: ClusterWorker) => new McpEndpoint({ hub: new Hub({ bus: node.bus }), ...node.endpointOptions });
 const bridge: MetricsBridge = collectMetrics(new Registry(), endpoint);
 const store: SdkEventStore = replayEventStore({ capacity: 10 });
 const router: SdkRouter = sdkRouter({ endpoint, sdk: { fetch: async () => new Response(null, { status: 405 }) } });
@@ -187,7 +194,7 @@ const channel: (socket: WebSocketLike) => MessageChannel = webSocketChannel;
 const stdio: typeof serveStdio = serveStdio;
 // @ts-expect-error a frame is not a number
 const wrong: Frame = 1;
-export { handler, stream, redis, bridge, store, router, channel, stdio, wrong, RedisBus };
+export { handler, stream, redis, machine, worker, bridge, store, router, channel, stdio, wrong, RedisBus };
 export type { ParsedSseEvent };
 `;
   const esm = use((entry) => `'${specifier(entry)}'`);
