@@ -441,12 +441,15 @@ const ENTRIES: readonly Entry[] = [
         { what: 'a dir number', call: () => start({ dir: 5 }), option: 'dir' },
         { what: 'an empty tokenSecret', call: () => start({ tokenSecret: '' }), option: 'tokenSecret' },
         { what: 'redis a number', call: () => start({ redis: 6379 }), option: 'redis' },
+        { what: 'cluster a string', call: () => start({ cluster: 'yes' }), option: 'cluster' },
+        { what: 'cluster with redis (the primary is the fleet node)', call: () => start({ cluster: true, redis: 'redis://127.0.0.1:9' }), option: 'cluster', says: /primary/ },
         { what: 'maxReadBytes zero', call: () => start({ maxReadBytes: 0 }), option: 'maxReadBytes' },
         { what: 'keepAliveInterval negative', call: () => start({ keepAliveInterval: -1 }), option: 'keepAliveInterval' },
       ],
     },
     notFactories: {
       openReference: "startReferenceServer's own first half (internal, also serve --stdio's): the same checks, its rows above",
+      openFleet: "startReferenceServer's Redis parts (internal, also serve --workers --redis's primary): given values startReferenceServer or the CLI checked",
     },
   },
 ];

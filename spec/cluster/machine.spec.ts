@@ -11,6 +11,7 @@ import { listenBody, LISTEN_HEADERS, post, SseConnection } from '../helpers/http
 import { call, frameText, GetStream, initialize, nextTurn, sleep, updatedMessage } from '../helpers/legacy.js';
 import { startMachine, type TestMachine } from '../helpers/cluster.js';
 
+const count = (text: string, part: string) => text.split(part).length - 1;
 const meta = (id: number) => `"_meta":{"io.modelcontextprotocol/subscriptionId":${id}}`;
 const frame = (json: string) => `event: message\ndata: ${json}\n\n`;
 const ack = (id: number, notifications: string) => frame(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":${notifications},${meta(id)}}}`);
@@ -228,6 +229,53 @@ test('revoke (the seam for McpEndpoint.revoke): a principal\'s listens end on ev
   assert.equal(other.ended, false);
   assert.equal(a!.node.principals.count('addr:127.0.0.11') + b!.node.principals.count('addr:127.0.0.11'), 0);
   other.destroy();
+});
+
+test('the primary ends the idle sessions no worker holds (after sessionIdleTimeout), never one whose GET stream a live worker holds', async () => {
+  machine = await startMachine(2, { sessionIdleTimeout: 300, sessionPruneInterval: 50 });
+  const [a, b] = machine.workers;
+  const idle = await initialize(a!.url);
+  const held = await initialize(b!.url, { id: 2, headers: {} });
+  const get = GetStream.open(b!.url, held.sessionId);
+  await get.until((s) => s.primedWith !== undefined, 3000, 'the GET stream');
+  assert.equal(machine.primary.stats.sessions, 2);
+  await sleep(700);
+  assert.equal(machine.primary.stats.sessions, 1, 'the idle session was ended');
+  assert.equal((await call(b!.url, idle.sessionId, 3, 'ping')).status, 404);
+  assert.equal(a!.endpoint.stats.sessions, 0, 'the worker that created it was told');
+  assert.equal(get.ended, false);
+  assert.equal((await call(a!.url, held.sessionId, 4, 'ping')).status, 200, 'the session with a live GET stream is served anywhere');
+  get.destroy();
+});
+
+test('beyond the machine (a fleet): hub events and session commands go out through the primary\'s buses and come in to every worker; a fleet resync reaches every stream', async () => {
+  const out: unknown[] = [];
+  let deliver: ((event: { topic: 'resource'; uri: string }) => void) | undefined;
+  let resync: (() => void) | undefined;
+  let command: ((sid: string, c: { kind: 'ended' }) => void) | undefined;
+  const bus = { publish: (event: unknown) => void out.push(event), connect: (d: never, r: never) => ((deliver = d), (resync = r), () => undefined) };
+  const sessionBus = { nodeId: 'fleet', publish: async (sid: string, c: unknown) => void out.push([sid, c]), connect: (d: never) => ((command = d), () => undefined) };
+  machine = await startMachine(2, { bus, sessionBus });
+  const [a, b] = machine.workers;
+  const streams = [await listen(a!.url, 1, ['file:///f']), await listen(b!.url, 2, ['file:///f'])];
+  a!.hub.notifyResourceUpdated('file:///f');
+  await sleep(50);
+  assert.deepEqual(out, [{ topic: 'resource', uri: 'file:///f' }], "a worker's event goes out once");
+  deliver!({ topic: 'resource', uri: 'file:///f' }); // from another machine
+  await sleep(50);
+  for (const stream of streams) assert.equal(count(stream.text, '"method":"notifications/resources/updated"'), 2, stream.text);
+  resync!();
+  await sleep(50);
+  for (const stream of streams) assert.equal(count(stream.text, '"method":"notifications/resources/updated"'), 3, 'a resync re-reads every subscribed URI');
+  assert.equal(out.length, 1, 'events from the fleet and resyncs are not sent back out');
+  const { sessionId } = await initialize(a!.url);
+  const get = GetStream.open(a!.url, sessionId);
+  await get.until((s) => s.primedWith !== undefined, 3000, 'the GET stream');
+  await sleep(50);
+  assert.deepEqual(out.slice(1), [[sessionId, { kind: 'claimed', node: 'm/1' }]], 'the claim goes out to the fleet');
+  command!(sessionId, { kind: 'ended' }); // another machine ended it
+  await get.untilEnded();
+  for (const stream of streams) stream.destroy();
 });
 
 test.run();
