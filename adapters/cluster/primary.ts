@@ -388,8 +388,8 @@ export class Primary implements ClusterPrimary {
     const slots = this.#slots.memberLeft(member);
     const streams = this.#cap.memberLeft(member);
     const sessions = this.#sessions.nodeLeft(member.nodeId);
-    this.#leases.memberLeft(member);
     this.#events.next({ kind: 'left', worker: worker.id, pid: worker.process.pid, nodeId: member.nodeId, code, signal, released: { slots, streams, sessions } });
+    this.#leases.memberLeft(member);
   };
 }
 
