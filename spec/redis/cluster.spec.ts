@@ -4,8 +4,14 @@
 // redisEventLogs, RedisSessionBus, RedisLease), its workers speak IPC only. A change on any worker
 // of either machine reaches every stream once; a legacy session moves from a worker of one
 // machine to a worker of the other with Last-Event-ID; the cap is the fleet's; one worker of the
-// fleet holds the folder lease.
+// fleet holds the folder lease. Last, the same with the built command: two `serve --workers 2
+// --redis` machines over one folder.
 import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import { appendFile, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import { RedisBus } from '../../adapters/redis/bus.js';
 import { redisEventLogs } from '../../adapters/redis/eventLog.js';
@@ -14,12 +20,13 @@ import { RedisPrincipalCap } from '../../adapters/redis/principals.js';
 import { RedisSessionBus } from '../../adapters/redis/sessionBus.js';
 import { RedisSessionStore } from '../../adapters/redis/sessionStore.js';
 import type { ClusterPrimaryOptions } from '../../adapters/cluster/primary.js';
-import { listenBody, LISTEN_HEADERS, SseConnection } from '../helpers/http.js';
+import { eventually, listenBody, LISTEN_HEADERS, SseConnection } from '../helpers/http.js';
 import { call, frameText, GetStream, initialize, nextTurn, sleep, updatedMessage } from '../helpers/legacy.js';
 import { startMachine, type TestMachine } from '../helpers/cluster.js';
 import { redisForSuite } from '../helpers/redis.js';
 
 const suite = redisForSuite(test);
+const CLI = fileURLToPath(new URL('../../dist/adapters/cli.js', import.meta.url));
 const count = (text: string, part: string) => text.split(part).length - 1;
 
 let fleet = 0;
@@ -125,6 +132,51 @@ test("the cap is the fleet's: a principal's third listen, on the other machine, 
   await sleep(400);
   assert.equal(leases.filter((lease) => lease.held).length, 1, 'one worker of the whole fleet holds it');
   for (const conn of [newer, third]) conn.destroy();
+});
+
+/** `serve --workers 2 --redis` (the built command): stdout, stderr, and its exit. */
+function serveMachine(nodeId: string, dir: string): { out: () => string; err: () => string; exited: Promise<number | null>; stop: (signal: NodeJS.Signals) => void } {
+  const child = spawn(process.execPath, [CLI, 'serve', '--workers', '2', '--port', '0', '--dir', dir, '--redis', suite.server.url, '--node-id', nodeId, '--watch-lease-ttl', '600'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  closers.push(async () => {
+    child.kill('SIGKILL');
+    await exited;
+  });
+  return { out: () => out, err: () => err, exited, stop: (signal) => child.kill(signal) };
+}
+
+test('serve --workers 2 --redis on two machines: one worker of the fleet watches the folder, a change reaches every listen of both machines once, SIGTERM exits 0', async () => {
+  const tmp = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cluster-fleet-'));
+  try {
+    await mkdir(path.join(tmp, 'data'));
+    const todo = path.join(await realpath(path.join(tmp, 'data')), 'todo.txt');
+    await writeFile(todo, '- one\n');
+    const nodes = [serveMachine('one', path.join(tmp, 'data')), serveMachine('two', path.join(tmp, 'data'))];
+    const urls: string[] = [];
+    for (const node of nodes) {
+      await eventually(() => /^fleet: redis up/m.test(node.out()) && /^mcp-rx-streams listening on /m.test(node.out()), 10_000, `a machine up:\n${node.out()}${node.err()}`);
+      urls.push(/^mcp-rx-streams listening on (\S+)$/m.exec(node.out())![1]!);
+    }
+    await eventually(() => nodes.some((node) => /^cluster: worker \d+ watches the folder$/m.test(node.err())), 5000, 'a watcher');
+    const uri = pathToFileURL(todo).href;
+    const streams: SseConnection[] = [];
+    for (const [m, url] of urls.entries()) for (let i = 0; i < 2; i++) streams.push(await listen(url, streams.length + 1, uri, `127.0.0.${30 + 2 * m + i}`));
+    await appendFile(todo, '- two\n');
+    for (const stream of streams) await stream.until((c) => c.text.includes('resources/updated'), 5000, 'the change');
+    await sleep(300);
+    for (const stream of streams) assert.equal(count(stream.text, 'resources/updated'), 1, stream.text);
+    const watchers = nodes.map((node) => (node.err().match(/^cluster: worker \d+ watches the folder$/gm) ?? []).length);
+    assert.deepEqual(watchers.sort(), [0, 1], 'one worker of the fleet watches the folder');
+    for (const stream of streams) stream.destroy();
+    for (const node of nodes) node.stop('SIGTERM');
+    for (const node of nodes) assert.equal(await node.exited, 0, node.err());
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
 });
 
 test.run();
