@@ -135,10 +135,12 @@ export class ReplayBuffer implements EventLog {
 
 /**
  * `frame` with `eventId` set. A hub notification (pre-encoded, untagged) has exactly the members
- * below: a literal of that one shape is several times faster per frame than a spread, and gives
- * the same object. Anything else is spread.
+ * below: a literal of that one shape is several times faster per frame than a spread (and than
+ * every frame written after it: the encoder then reads one shape of frame), and gives the same
+ * object. Anything else is spread. What every event log stamps its frames with.
+ * @internal
  */
-function stamp(frame: MessageFrame, eventId: string): MessageFrame {
+export function stamp(frame: MessageFrame, eventId: string): MessageFrame {
   if (
     frame.encoded !== undefined &&
     frame.priority === 'notification' &&

@@ -19,7 +19,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'notifications.ts': ['TopicRegistration', 'TopicsObservable', 'attachTopics', 'forEachTopic'],
   'protocol.ts': ['NEWEST_LEGACY_PROTOCOL_VERSION', 'RECOGNIZED_LEGACY_VERSIONS'],
   'resources.ts': ['changesHub', 'resourceProvider', 'unrestrictedHub'],
-  'replayBuffer.ts': ['loggedFrame'],
+  'replayBuffer.ts': ['loggedFrame', 'stamp'],
   'slots.ts': ['isShared'],
   'subscribers.ts': ['BareSubscriber', 'LeanSubscriber'],
   'telemetry.ts': ['accountQueue', 'reportError'],

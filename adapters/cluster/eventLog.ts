@@ -1,5 +1,5 @@
 import type { MessageFrame } from '../../lib/frame.js';
-import { type EventLog, loggedFrame } from '../../lib/replayBuffer.js';
+import { type EventLog, loggedFrame, stamp } from '../../lib/replayBuffer.js';
 import { toWire } from './frames.js';
 import type { WorkerLink } from './link.js';
 import type { WireFrame } from './protocol.js';
@@ -82,7 +82,7 @@ export class ClusterEventLogs {
   #request(): AppendBatch {
     const batch = new AppendBatch(this.link.batch);
     this.link.call('log.append', [batch.frames, batch.appends]).then(
-      (ids) => batch.pending.forEach((append, i) => append.resolve({ ...append.frame, eventId: ids[i]! })),
+      (ids) => batch.pending.forEach((append, i) => append.resolve(stamp(append.frame, ids[i]!))),
       (error: unknown) => {
         batch.failure = { error };
         for (const append of batch.pending) append.reject(error);

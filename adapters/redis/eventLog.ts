@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { encodeMessage } from '../../lib/encode.js';
 import type { MessageFrame, TopicKind } from '../../lib/frame.js';
-import { type EventLog, loggedFrame } from '../../lib/replayBuffer.js';
+import { type EventLog, loggedFrame, stamp } from '../../lib/replayBuffer.js';
 import { checkCount, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 import { sessionKeys } from './sessionStore.js';
 
@@ -113,7 +113,7 @@ class RedisEventLog implements EventLog {
     // JSON.stringify escapes line breaks: the first one in the entry ends the header.
     const entry = `${JSON.stringify([frame.topic ?? null, frame.coalesceKey ?? null])}\n${plain}`;
     const id = await this.connection.eval(APPEND, 2, this.keys.record, this.keys.log, this.capacity, this.ttl, entry);
-    return { ...frame, eventId: String(id) };
+    return stamp(frame, String(id));
   }
 
   async after(lastEventId: string | null | undefined): Promise<readonly MessageFrame[]> {
