@@ -3,7 +3,7 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
-import { channels, queueTotals, type DropEvent, type ErrorEvent, type StopEvent } from '../../lib/telemetry.js';
+import { channels, queueTotals, type DropEvent, type ErrorEvent, type StartEvent, type StopEvent } from '../../lib/telemetry.js';
 import { requirePeer } from '../peer.js';
 import { redisChannels, type ConnectionEvent, type UnrelayedEvent } from '../redis/telemetry.js';
 
@@ -33,7 +33,8 @@ type PromClient = typeof import('prom-client');
  * - `mcp_rx_streams_open{era}` gauge: open streams, `era` = `modern` (`subscriptions/listen`) or
  *   `legacy` (a session's `GET` stream);
  * - `mcp_rx_stream_closes_total{reason}` counter: listen streams ended, by reason (`client_closed`,
- *   `max_lifetime`, `token_expired`, `idle_timeout`, `superseded`, `shutdown`, `error`);
+ *   `max_lifetime`, `token_expired`, `idle_timeout`, `superseded`, `shutdown`, `revoked`,
+ *   `empty_filter`, `error`);
  * - `mcp_rx_notifications_dropped_total{topic}` counter: notifications skipped for a slow consumer;
  * - `mcp_rx_dropped_queue_bytes` gauge: bytes a stream held when it last had to drop one;
  * - `mcp_rx_queued_bytes`, `mcp_rx_queued_frames` gauges: what the queues for slow consumers hold
@@ -117,12 +118,20 @@ export function collectMetrics(registry: Registry, endpoint: McpEndpoint, option
   const redisUp = gauge('redis_connection_up', '1 while the Redis connection is ready, 0 after it was lost.', ['component', 'role']);
 
   const subscriptions: [diagnostics_channel.Channel, (message: unknown) => void][] = [
-    [channels.start, () => void modernOpen++],
+    // Listen streams only: a legacy GET stream is counted from `endpoint.stats` (its era's gauge).
+    [
+      channels.start,
+      (message) => {
+        if ((message as StartEvent).era !== 'legacy') modernOpen++;
+      },
+    ],
     [
       channels.stop,
       (message) => {
+        const event = message as StopEvent;
+        if (event.era === 'legacy') return;
         modernOpen--;
-        closes.inc({ reason: (message as StopEvent).reason });
+        closes.inc({ reason: event.reason });
       },
     ],
     [
