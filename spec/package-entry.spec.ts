@@ -19,7 +19,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'protocol.ts': ['NEWEST_LEGACY_PROTOCOL_VERSION', 'RECOGNIZED_LEGACY_VERSIONS'],
   'resources.ts': ['changesHub', 'unrestrictedHub'],
   'subscribers.ts': ['BareSubscriber', 'LeanSubscriber'],
-  'telemetry.ts': ['accountQueue', 'reportError'],
+  'telemetry.ts': ['accountQueue', 'reportError', 'reportTrace'],
   'turn.ts': ['currentTurn'],
   'validate.ts': ['boolean', 'callback', 'epochMs', 'knownKeys', 'milliseconds', 'nonEmptyStrings', 'nonNegativeInteger', 'object', 'observable', 'oneOf', 'requestId', 'scheduler'],
 };
