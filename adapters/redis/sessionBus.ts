@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { BehaviorSubject, distinctUntilChanged, type Observable } from 'rxjs';
+import { isCloseReason } from '../../lib/frame.js';
 import type { SessionBus, SessionCommand } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
 import { backoff, checkMilliseconds, checkName, checkNodeId, checkTarget, closeConnection, openConnection, type RedisTarget } from './connection.js';
@@ -171,7 +172,7 @@ function parseCommand(json: string): [string, SessionCommand] | undefined {
     return undefined;
   }
   if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string') return undefined;
-  const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown } | null;
+  const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown; principal?: unknown; reason?: unknown } | null;
   if (command === null || typeof command !== 'object') return undefined;
   switch (command.kind) {
     case 'claimed':
@@ -181,6 +182,8 @@ function parseCommand(json: string): [string, SessionCommand] | undefined {
       return typeof command.uri === 'string' ? [value[0], { kind: command.kind, uri: command.uri }] : undefined;
     case 'ended':
       return [value[0], { kind: 'ended' }];
+    case 'revoke':
+      return typeof command.principal === 'string' && isCloseReason(command.reason) ? [value[0], { kind: 'revoke', principal: command.principal, reason: command.reason }] : undefined;
     default:
       return undefined;
   }
