@@ -52,6 +52,10 @@ export { isThenable } from './lib/replayBuffer.js';
 export { channels, queueTotals } from './lib/telemetry.js';
 export type { DropEvent, ErrorEvent, ListenTrace, QueueTotals, SessionCreatedEvent, SessionEndedEvent, SessionEndReason, StartEvent, StopEvent, StopReason, StreamEra, TraceEvent } from './lib/telemetry.js';
 
+/* Logs: the telemetry channels on a pino-compatible logger */
+export { logTo } from './adapters/logTo.js';
+export type { Logger, LogToOptions } from './adapters/logTo.js';
+
 /* Operators */
 export { ackThenNotify } from './operators/ackThenNotify.js';
 export { closeWhen } from './operators/closeWhen.js';
