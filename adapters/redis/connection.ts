@@ -46,6 +46,12 @@ export function backoff(max: number): (times: number) => number {
   return (times) => Math.min(25 * 2 ** Math.min(times, 16), max);
 }
 
+/** Drops a connection at once, on purpose (one blocked in a command that would not return): reported `closed`. */
+export function dropConnection(connection: Redis): void {
+  closing.add(connection);
+  connection.disconnect();
+}
+
 /** Closes a connection: waits for the replies still due when it is up, drops it otherwise. */
 export async function closeConnection(connection: Redis): Promise<void> {
   closing.add(connection);

@@ -2,6 +2,7 @@
 // purpose (a shutdown) is `closed`, so that nothing reports a clean shutdown as Redis going down.
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
+import { RedisBus } from '../../adapters/redis/bus.js';
 import { RedisSessionBus } from '../../adapters/redis/sessionBus.js';
 import { redisChannels, type ConnectionEvent } from '../../adapters/redis/telemetry.js';
 import { eventually } from '../helpers/http.js';
@@ -27,6 +28,20 @@ test('a connection lost to an outage is lost, then ready again; closing the part
       events.filter((event) => event.role === 'publisher').map((event) => event.status).slice(-1),
       ['closed'],
     );
+  });
+});
+
+test('a hub bus closed: its reader, blocked in XREAD and dropped rather than asked to quit, reports closed too', async () => {
+  await collecting<ConnectionEvent>(redisChannels.connection, async (events) => {
+    const bus = new RedisBus({ redis: suite.server.url, nodeId: 'n' });
+    await bus.ready();
+    await eventually(() => events.filter((event) => event.status === 'ready').length === 2, 3000, 'both connections');
+    await bus.close();
+    await eventually(() => events.length === 4, 3000, 'both closes');
+    assert.deepEqual(events.filter((event) => event.status !== 'ready').map((event) => [event.role, event.status]).sort(), [
+      ['publisher', 'closed'],
+      ['reader', 'closed'],
+    ]);
   });
 });
 
