@@ -23,6 +23,7 @@ import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
 import { Catalog } from './catalog.js';
 import { ensureDemoData, FileResources, ResourceTooLargeError, type FileChange } from './files.js';
+import type { Logger } from '../logTo.js';
 import { redactedUrl } from '../redactedUrl.js';
 
 /** The protocol revision the reference server speaks: {@link MODERN_PROTOCOL_VERSION} (`2026-07-28`). */
@@ -81,6 +82,13 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
    * foreign-Origin check. Default: none (no CORS).
    */
   readonly corsOrigins?: CorsOrigins;
+  /**
+   * Where the server says what only it knows (a pino logger, or any `Logger`): the served
+   * directory gone (`warn`) and back (`info`), and problems with `tools.json` / `prompts.json`
+   * (`warn`). Streams, sessions and errors are on the diagnostics channels: add `logTo(logger)`
+   * for those. Default: none, nothing is logged.
+   */
+  readonly logger?: Logger;
 }
 
 /** The Redis parts of a reference server running as a fleet node (`redis` option). */
@@ -108,6 +116,8 @@ export interface ReferenceServer {
   readonly server: http.Server;
   /** The fleet parts when started with `redis`, else `undefined`. */
   readonly fleet: ReferenceFleet | undefined;
+  /** True when this start created `dir` with the sample files (`DEMO_FILES`), because it did not exist. */
+  readonly createdDemoData: boolean;
   /** Closes every stream gracefully (closing frames, reason `shutdown`), then the server, then the Redis connections. */
   close(): Promise<void>;
 }
@@ -145,7 +155,7 @@ export interface ReferenceServer {
  * @param options see {@link ReferenceServerOptions}.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, ...limits } = options;
+  const { dir = './demo-data', port = 3000, host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, logger, ...limits } = options;
   if (redis === undefined && (nodeId !== undefined || watchLeaseTtl !== undefined)) {
     throw new InvalidOptionError(nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', nodeId ?? watchLeaseTtl);
   }
@@ -155,10 +165,11 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   if (maxReadBytes !== undefined && !(Number.isSafeInteger(maxReadBytes) && maxReadBytes > 0)) {
     throw new InvalidOptionError('maxReadBytes', 'a positive integer of bytes', maxReadBytes);
   }
-  await ensureDemoData(path.resolve(dir));
+  const createdDemoData = await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), {
     ...(debounceMs === undefined ? {} : { debounceMs }),
     ...(maxReadBytes === undefined ? {} : { maxReadBytes }),
+    ...(logger === undefined ? {} : referenceLogs(logger, path.resolve(dir))),
   });
   let fleet: Fleet | undefined;
   try {
@@ -247,6 +258,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
     files,
     server,
     fleet: fleet?.view,
+    createdDemoData,
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         watching.unsubscribe();
@@ -261,6 +273,17 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
         hub.close();
         await fleet?.close();
       })),
+  };
+}
+
+/** What the server tells `logger` about the files it serves. */
+function referenceLogs(logger: Logger, dir: string): { onWarning: (message: string) => void; onRootChange: (present: boolean) => void } {
+  return {
+    onWarning: (message) => logger.warn({ event: 'reference_warning' }, message),
+    onRootChange: (present) =>
+      present
+        ? logger.info({ event: 'directory_found', dir }, `the served directory is back: ${dir} (rescanned; changes made meanwhile are reported)`)
+        : logger.warn({ event: 'directory_lost', dir }, `the served directory is gone: ${dir} (nothing is served or reported until it is back)`),
   };
 }
 
