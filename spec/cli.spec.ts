@@ -3,70 +3,17 @@
 // description, unit and default, and every flag it lists accepted), --dir that does not exist
 // refused unless --demo, and --redis waiting for Redis while local streams are served.
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
+import { cli } from './helpers/cli.js';
 import { LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
 import { send } from './helpers/legacy.js';
 import { startRedis } from './helpers/redis.js';
-
-const CLI = fileURLToPath(new URL('../dist/adapters/cli.js', import.meta.url));
-
-interface Run {
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  out(): string;
-  err(): string;
-  /** Resolves with the time (ms since spawn) `text` first appeared on stdout; rejects after `ms`. */
-  waitFor(text: string | RegExp, ms?: number): Promise<number>;
-}
-
-function cli(args: string[]): Run {
-  assert.ok(existsSync(CLI), `${CLI} is missing: run npm run build (npm test does)`);
-  const started = Date.now();
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const seen: { test: (text: string) => boolean; resolve: (at: number) => void }[] = [];
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-    for (const waiter of [...seen]) {
-      if (waiter.test(stdout)) {
-        seen.splice(seen.indexOf(waiter), 1);
-        waiter.resolve(Date.now() - started);
-      }
-    }
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  // 'close', not 'exit': only then has everything the child wrote to its pipes been read.
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  return {
-    child,
-    exited,
-    out: () => stdout,
-    err: () => stderr,
-    waitFor: (text, ms = 10_000) => {
-      const matches = (all: string) => (typeof text === 'string' ? all.includes(text) : text.test(all));
-      if (matches(stdout)) return Promise.resolve(Date.now() - started);
-      return new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${String(text)}; stdout:\n${stdout}\nstderr:\n${stderr}`)), ms);
-        seen.push({
-          test: matches,
-          resolve: (at) => {
-            clearTimeout(timer);
-            resolve(at);
-          },
-        });
-      });
-    },
-  };
-}
 
 /** The `--flag` names of a help text's flag lines. */
 const flagsOf = (help: string) => [...help.matchAll(/^ {2}(?:-\w, )?--([a-z-]+)/gm)].map((match) => match[1]!);
@@ -244,15 +191,15 @@ test('serve --redis with no Redis there: says it waits at once, serves local lis
   const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', '--redis', redis, '--redis-timeout', '3000']);
   try {
     const listening = await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
-    const waiting = await run.waitFor(`fleet: waiting for Redis at ${redis} `);
+    const waiting = await run.waitForErr(`waiting for Redis at ${redis}; local streams are served meanwhile`);
     assert.ok(waiting - listening < 1000, `"waiting" came ${waiting - listening} ms after the listening line`);
     const url = /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!;
     const { status, first } = await listenOnce(url);
     assert.equal(status, 200);
     assert.match(first, /notifications\/subscriptions\/acknowledged/);
     assert.equal(await run.exited, 1);
-    assert.equal(run.err(), `mcp-rx-streams: Redis at ${redis} did not answer within 3000 ms (--redis-timeout); is it running?\n`);
-    assert.doesNotMatch(run.out(), /fleet: up/);
+    assert.match(run.err(), new RegExp(`\\] ERROR: Redis at ${redis} did not answer within 3000 ms \\(--redis-timeout\\); is it running\\?`));
+    assert.doesNotMatch(run.err(), /connected to Redis/);
   } finally {
     run.child.kill('SIGKILL');
     await rm(root, { recursive: true, force: true });
@@ -265,10 +212,9 @@ test('serve --redis: Redis started after the node says the fleet is up, and the 
   await redis.stop();
   const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', '--redis', redis.url, '--redis-timeout', '60000']);
   try {
-    await run.waitFor(`fleet: waiting for Redis at ${redis.url} `);
+    await run.waitForErr(`waiting for Redis at ${redis.url}`);
     await redis.restart();
-    await run.waitFor(new RegExp(`^fleet: up: Redis at ${redis.url} answered after \\d+ ms$`, 'm'), 15_000);
-    await run.waitFor(/^fleet: redis up \(/m);
+    await run.waitForErr(new RegExp(`INFO: connected to Redis at ${redis.url} after \\d+ ms`), 15_000);
     run.child.kill('SIGTERM');
     assert.equal(await run.exited, 0, run.err());
   } finally {
