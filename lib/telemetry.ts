@@ -63,14 +63,15 @@ export interface ListenTrace {
 /**
  * Published on {@link channels.trace} as a listen request goes through the endpoint:
  * `admission` when the endpoint starts admitting it (after authentication); `refused` when it
- * answers without a stream (`status` the HTTP status, `code` the JSON-RPC error code); `start`
- * when its stream opens and `stop` when it ends (`event`: what {@link channels.start} and
- * {@link channels.stop} carry). Published only for requests admitted while the channel had a
- * subscriber.
+ * answers without a stream (`status` the HTTP status, `code` the JSON-RPC error code);
+ * `abandoned` when its client left before the stream opened; `start` when its stream opens and
+ * `stop` when it ends (`event`: what {@link channels.start} and {@link channels.stop} carry).
+ * Published only for requests admitted while the channel had a subscriber.
  */
 export type TraceEvent =
   | { readonly phase: 'admission'; readonly listen: ListenTrace }
   | { readonly phase: 'refused'; readonly listen: ListenTrace; readonly status: number; readonly code: number | undefined }
+  | { readonly phase: 'abandoned'; readonly listen: ListenTrace }
   | { readonly phase: 'start'; readonly listen: ListenTrace; readonly event: StartEvent }
   | { readonly phase: 'stop'; readonly listen: ListenTrace; readonly event: StopEvent };
 

@@ -16,7 +16,7 @@ import { OpenListen } from './openListen.js';
 import type { EmptyListen } from './options.js';
 import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
 import { acceptsEventStream, capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
-import { listenTrace, traced, traceWatcher } from './trace.js';
+import { listenTrace, traceAbandoned, traced, traceWatcher } from './trace.js';
 
 /**
  * What the listen streams of an endpoint are built from (the endpoint's resolved options).
@@ -168,7 +168,7 @@ export class ListenStreams {
       pending.abandon();
       const { plans } = this.#init;
       const watcher = trace === undefined ? undefined : traceWatcher(trace);
-      return { kind: 'stream', status: 200, headers: SSE_HEADERS, open: () => completedListen(plans, { requestId: id, filter: authorized, watcher }), abandon: noop };
+      return { kind: 'stream', status: 200, headers: SSE_HEADERS, open: () => completedListen(plans, { requestId: id, filter: authorized, watcher }), abandon: trace === undefined ? noop : () => traceAbandoned(trace) };
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
     return this.#listenResponse(id, authorized, context.auth, pending, lease, trace);
@@ -228,6 +228,7 @@ export class ListenStreams {
     const abandon = () => {
       pending.abandon();
       lease?.release();
+      if (trace !== undefined) traceAbandoned(trace);
     };
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon };
   }

@@ -82,3 +82,8 @@ export function traceStart(listen: ListenTrace, status: ListenStatus): void {
 export function traceStop(listen: ListenTrace, status: ListenStatus, reason: StopReason, duration: number): void {
   reportTrace({ phase: 'stop', listen, event: { era: 'modern', duration, filters: filterNames(status.filter), reason } });
 }
+
+/** Publishes that a traced listen's client left before its stream opened. @internal */
+export function traceAbandoned(listen: ListenTrace): void {
+  reportTrace({ phase: 'abandoned', listen });
+}
