@@ -11,37 +11,25 @@
 // and after opening them, divided by N. Snapshot: the median time of 21 calls of `streams()` (and of
 // `streams({ uris: true })`, and of `JSON.stringify` of the result, what `GET /streams` sends),
 // after 3 warm-up calls. Medians of the rounds; a round runs every cell once, the order rotated.
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
-import { describeBuild, OWN_DIST, resolveBuild, snapshotBuild } from './build.mjs';
+import { buildsToCompare, childJson, medians, readFlags, rounds } from './inProcess.mjs';
 
 const USAGE = 'usage: node --expose-gc bench/snapshot.mjs [--streams 10000] [--rounds 3] [--baseline CHECKOUT_ROOT | DIST_DIR]';
-function fail(message) {
-  console.error(`bench/snapshot.mjs: ${message}\n${USAGE}`);
-  process.exit(2);
-}
-let values;
-try {
-  ({ values } = parseArgs({
-    options: {
-      streams: { type: 'string', default: '10000' },
-      rounds: { type: 'string', default: '3' },
-      baseline: { type: 'string' },
-      child: { type: 'string' },
-      era: { type: 'string' },
-    },
-  }));
-} catch (error) {
-  fail(error.message);
-}
+const { values, fail } = readFlags(
+  'bench/snapshot.mjs',
+  USAGE,
+  {
+    streams: { type: 'string', default: '10000' },
+    rounds: { type: 'string', default: '3' },
+    baseline: { type: 'string' },
+    era: { type: 'string' },
+  },
+  ['streams', 'rounds'],
+);
 const N = Number(values.streams);
 const ROUNDS = Number(values.rounds);
-for (const [name, value] of [['streams', N], ['rounds', ROUNDS]]) {
-  if (!(Number.isInteger(value) && value > 0)) fail(`--${name}: a positive integer, got ${values[name]}`);
-}
 if (typeof gc !== 'function') fail('run it with node --expose-gc');
 
 if (values.child !== undefined) {
@@ -49,26 +37,11 @@ if (values.child !== undefined) {
   process.exit(0);
 }
 
-const builds = [];
-try {
-  if (values.baseline !== undefined) builds.push(['baseline', describeBuild(resolveBuild(values.baseline))]);
-} catch (error) {
-  fail(`--baseline: ${error.message}`);
-}
-builds.push(['this build', describeBuild(resolveBuild(OWN_DIST))]);
-const cells = [];
-for (const [label, build] of builds) {
-  const copy = path.dirname(fileURLToPath(snapshotBuild(build.dir, label === 'baseline' ? 'snapshot-baseline' : 'snapshot-this')));
-  for (const era of ['modern', 'legacy']) cells.push({ label, build, copy, era, runs: [] });
-}
-for (let round = 0; round < ROUNDS; round++) {
-  for (let i = 0; i < cells.length; i++) {
-    const cell = cells[(i + round) % cells.length];
-    cell.runs.push(await child(cell.copy, cell.era));
-  }
-}
+const builds = buildsToCompare(values.baseline, 'snapshot', fail);
+const cells = builds.flatMap(({ label, build, copy }) => ['modern', 'legacy'].map((era) => ({ label, build, copy, era, runs: [] })));
+await rounds(cells, ROUNDS, (cell) => childJson(fileURLToPath(import.meta.url), ['--child', cell.copy, '--era', cell.era, '--streams', String(N)]));
 console.log(`N = ${N} idle streams, each of its own principal, opened through McpEndpoint.handle without sockets; ${ROUNDS} rounds (medians), node ${process.version}`);
-for (const [label, build] of builds) console.log(`${label}: ${build.text}`);
+for (const { label, build } of builds) console.log(`${label}: ${build.text}`);
 console.log('');
 console.log('| build | era | heap per idle stream | streams() | streams({ uris: true }) | JSON.stringify(streams()) | per stream |');
 console.log('|---|---|---:|---:|---:|---:|---:|');
@@ -77,23 +50,6 @@ for (const { label, era, runs } of cells) {
   const ms = (value) => (value === undefined ? '—' : `${value.toFixed(2)} ms`);
   const per = m.snapshotMs === undefined ? '—' : `${((m.snapshotMs * 1000) / N).toFixed(2)} µs`;
   console.log(`| ${label} | ${era === 'modern' ? 'listen' : 'session + GET'} | ${(m.heapPerStream / 1024).toFixed(2)} KB | ${ms(m.snapshotMs)} | ${ms(m.urisMs)} | ${ms(m.jsonMs)} | ${per} |`);
-}
-
-function child(dist, era) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--child', dist, '--era', era, '--streams', String(N)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    proc.stdout.on('data', (chunk) => (out += chunk));
-    proc.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${era} exited with ${code}`))));
-  });
-}
-
-function medians(runs) {
-  const median = (key) => {
-    const sorted = runs.map((run) => run[key]).filter((value) => value !== undefined).sort((a, b) => a - b);
-    return sorted.length === 0 ? undefined : sorted[Math.floor(sorted.length / 2)];
-  };
-  return Object.fromEntries(Object.keys(runs[0]).map((key) => [key, median(key)]));
 }
 
 async function measure(dist, era) {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
-import { cli, type Run } from './helpers/cli.js';
+import { cli, serving, type Run } from './helpers/cli.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
 import { call, GetStream, initialize, send, sessionHeaders } from './helpers/legacy.js';
 import { startRedis } from './helpers/redis.js';
@@ -35,29 +35,12 @@ const records = (run: Run): Record[] =>
     .map((line) => JSON.parse(line) as Record);
 const named = (run: Run, event: string) => records(run).filter((record) => record.event === event);
 
-/** `serve --port 0 --dir <tmp>/data --demo` with `args`; `body` gets the run, its URL and its directory. Always stopped. */
-async function serving(args: string[], body: (run: Run, url: string, dir: string) => Promise<void>, dir?: string): Promise<Run> {
-  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-logs-'));
-  const data = dir ?? path.join(root, 'data');
-  const run = cli(['serve', '--port', '0', '--dir', data, '--demo', ...args]);
-  try {
-    await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
-    await body(run, /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!, data);
-    run.child.kill('SIGTERM');
-    assert.equal(await run.exited, 0, run.err());
-    return run;
-  } finally {
-    run.child.kill('SIGKILL');
-    await rm(root, { recursive: true, force: true });
-  }
-}
-
 test('the start, as JSON: URL, directory, what --demo created, authentication, eras; stdout keeps its one line', async () => {
-  const run = await serving(['--log-format', 'json'], async (run, url, dir) => {
+  const run = await serving(['--log-format', 'json'], async ({ run, url, dir }) => {
     await eventually(() => named(run, 'eras').length === 1, 3000, 'the start lines');
-    const [listening, serving, demo, auth, eras] = records(run);
+    const [listening, directory, demo, auth, eras] = records(run);
     assert.deepEqual([listening!.level, listening!.event, listening!.url, listening!.msg], [INFO, 'listening', url, `listening on ${url}`]);
-    assert.deepEqual([serving!.event, serving!.dir], ['serving', dir]);
+    assert.deepEqual([directory!.event, directory!.dir], ['serving', dir]);
     assert.deepEqual([demo!.event, demo!.files], ['demo_created', ['README.md', 'notes/todo.txt', 'config.json', 'tools.json', 'prompts.json', 'private/secret.txt']]);
     assert.deepEqual([auth!.event, auth!.tokens], ['auth', false]);
     assert.match(auth!.msg, /^authentication: none, callers are anonymous/);
@@ -73,7 +56,7 @@ test('the start, pretty: one readable line each; an existing directory is not "c
   try {
     const dir = path.join(root, 'data');
     await serving([], async () => undefined, dir);
-    const run = await serving(['--token-secret', 'secret'], async (run) => {
+    const run = await serving(['--token-secret', 'secret'], async ({ run }) => {
       await run.waitForErr('protocol revisions: ');
     }, dir);
     const lines = run.err().split('\n').filter(Boolean);
@@ -90,7 +73,7 @@ test('the start, pretty: one readable line each; an existing directory is not "c
 
 test('streams of both eras opened and closed, sessions created and ended: info lines with era, reason, duration, counts; no URI, id or principal', async () => {
   const requestId = 7_654_321;
-  await serving(['--log-format', 'json'], async (run, url, dir) => {
+  await serving(['--log-format', 'json'], async ({ run, url, dir }) => {
     const uri = pathToFileURL(path.join(dir, 'notes', 'todo.txt')).href;
     const listen = await SseConnection.open(url, listenBody(requestId, { toolsListChanged: true, resourceSubscriptions: [uri] }), LISTEN_HEADERS);
     await listen.until((c) => c.messages.length === 1);
@@ -121,7 +104,7 @@ test('streams of both eras opened and closed, sessions created and ended: info l
 });
 
 test('--log-level warn: no info line; the served directory deleted and recreated: warn, then info', async () => {
-  await serving(['--log-level', 'warn'], async (run, url, dir) => {
+  await serving(['--log-level', 'warn'], async ({ run, url, dir }) => {
     const listen = await SseConnection.open(url, listenBody(1, { toolsListChanged: true }), LISTEN_HEADERS);
     await listen.until((c) => c.messages.length === 1);
     listen.destroy();
@@ -131,7 +114,7 @@ test('--log-level warn: no info line; the served directory deleted and recreated
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.doesNotMatch(run.err(), /INFO/, 'info lines are below --log-level warn');
   });
-  await serving(['--log-format', 'json'], async (run, _url, dir) => {
+  await serving(['--log-format', 'json'], async ({ run, dir }) => {
     await eventually(() => named(run, 'eras').length === 1, 3000, 'the start lines');
     await rename(dir, `${dir}.away`);
     await eventually(() => named(run, 'directory_lost').length === 1, 5000, 'the directory to be missed');

@@ -2,43 +2,15 @@
 // the metrics port behind --admin-token (GET /streams, POST /revoke), and the `listen` command
 // saying why it waits and why its stream ended (exit code 1 unless the server shut down).
 import { strict as assert } from 'node:assert';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
-import { cli, type Run } from './helpers/cli.js';
+import { cli, serving, type Run } from './helpers/cli.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
 import { GetStream, initialize, send } from './helpers/legacy.js';
 
 const TOKEN = 'admin-token-0123456789';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-
-interface Served {
-  readonly run: Run;
-  readonly url: string;
-  readonly metrics: string | undefined;
-  readonly dir: string;
-}
-
-async function serving(args: string[], body: (served: Served) => Promise<void>): Promise<Run> {
-  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-operate-'));
-  const dir = path.join(root, 'data');
-  const run = cli(['serve', '--port', '0', '--dir', dir, '--demo', ...args]);
-  try {
-    await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
-    if (args.includes('--metrics-port')) await run.waitFor(/^metrics on \S+$/m);
-    const url = /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!;
-    const metrics = /^metrics on (\S+)\/metrics$/m.exec(run.out())?.[1];
-    await body({ run, url, metrics, dir });
-    run.child.kill('SIGTERM');
-    assert.equal(await run.exited, 0, run.err());
-    return run;
-  } finally {
-    run.child.kill('SIGKILL');
-    await rm(root, { recursive: true, force: true });
-  }
-}
 
 const json = (method: string, url: string, headers: Record<string, string>, body?: unknown) =>
   send(url, method, { 'content-type': 'application/json', ...headers }, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));

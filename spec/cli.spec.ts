@@ -10,7 +10,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
-import { cli } from './helpers/cli.js';
+import { cli, serving } from './helpers/cli.js';
 import { LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
 import { send } from './helpers/legacy.js';
 import { startRedis } from './helpers/redis.js';
@@ -88,21 +88,6 @@ test('serve --dir that does not exist: exit code 2 naming it, nothing created; w
   }
 });
 
-/** Starts `serve --port 0 --demo` in a temp directory with `args`; `body` gets its URL. Always stops it. */
-async function serving(args: string[], body: (url: string) => Promise<void>): Promise<void> {
-  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-serve-'));
-  const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', ...args]);
-  try {
-    await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
-    await body(/^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!);
-    run.child.kill('SIGTERM');
-    assert.equal(await run.exited, 0, run.err());
-  } finally {
-    run.child.kill('SIGKILL');
-    await rm(root, { recursive: true, force: true });
-  }
-}
-
 /** Runs `serve` with `args`, which it must refuse: exit code 2 and one line starting with `start`. */
 async function refused(args: string[], start: string): Promise<void> {
   const run = cli(['serve', '--port', '0', '--demo', ...args]);
@@ -117,7 +102,7 @@ test('serve --trust-proxy: a hop count or proxy addresses; anything else (true t
 });
 
 test('serve --trust-proxy 1 reaches the endpoint: clients forwarded by the proxy are principals of their own', async () => {
-  await serving(['--trust-proxy', '1', '--max-listens-per-principal', '1'], async (url) => {
+  await serving(['--trust-proxy', '1', '--max-listens-per-principal', '1'], async ({ url }) => {
     const open = async (client: string) => {
       const conn = await SseConnection.open(url, listenBody(1, { toolsListChanged: true }), { ...LISTEN_HEADERS, 'x-forwarded-for': client });
       await conn.until((c) => c.messages.length >= 1, 3000, 'the acknowledgment');
@@ -143,10 +128,10 @@ test('serve --cors-origins: * or origins; anything else, or * with --token-secre
 test('serve --cors-origins reaches the endpoint: a listed page is answered with CORS and passes the loopback Origin check', async () => {
   const preflight = async (url: string) =>
     send(url, 'OPTIONS', { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
-  await serving([], async (url) => {
+  await serving([], async ({ url }) => {
     assert.equal((await preflight(url)).status, 403, 'without the flag a foreign Origin is refused on loopback');
   });
-  await serving(['--cors-origins', 'https://app.example, http://localhost:5173'], async (url) => {
+  await serving(['--cors-origins', 'https://app.example, http://localhost:5173'], async ({ url }) => {
     const answer = await preflight(url);
     assert.equal(answer.status, 204);
     assert.equal(answer.headers['access-control-allow-origin'], 'https://app.example');

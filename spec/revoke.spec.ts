@@ -10,25 +10,22 @@ import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { Broadcast } from '../lib/broadcast.js';
 import { InvalidOptionError } from '../lib/errors.js';
-import type { CloseReason, Frame } from '../lib/frame.js';
+import type { Frame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
 import { PrincipalRegistry } from '../lib/principals.js';
 import { channels, type SessionEndedEvent, type StopEvent } from '../lib/telemetry.js';
 import { listenStream } from '../operators/listenPipeline.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, withEndpoint } from './helpers/http.js';
 import { call, GetStream, initialize, send, sessionHeaders } from './helpers/legacy.js';
+import { closingText, toolsAckText } from './helpers/frames.js';
 import { testScheduler } from './helpers/marbles.js';
 import { collecting } from './helpers/telemetry.js';
 
 const byHeader = (request: EndpointRequest) => ({ principal: `user:${request.header('x-principal') ?? 'anon'}`, scopes: new Set<string>() });
 const as = (principal: string) => ({ ...LISTEN_HEADERS, 'x-principal': principal });
 
-const frame = (json: string) => `event: message\ndata: ${json}\n\n`;
-const meta = (id: number) => `"_meta":{"io.modelcontextprotocol/subscriptionId":${id}}`;
-const ack = (id: number) => frame(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},${meta(id)}}}`);
-const closed = (id: number, reason: CloseReason) =>
-  frame(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${id},"reason":"${reason}",${meta(id)}}}`) +
-  frame(`{"jsonrpc":"2.0","id":${id},"result":{"resultType":"complete",${meta(id)}}}`);
+const ack = toolsAckText;
+const closed = closingText;
 
 async function openListen(url: string, id: number, principal: string): Promise<SseConnection> {
   const conn = await SseConnection.open(url, listenBody(id, { toolsListChanged: true }), as(principal));

@@ -1,13 +1,12 @@
 // The `mcp-rx-streams/otel` entry: an endpoint's metrics through the OpenTelemetry metrics API (the
 // instruments of `mcp-rx-streams/metrics`), and a span per listen admission carrying the request's
 // trace context, through @opentelemetry/api (an optional peer dependency).
-import diagnostics_channel from 'node:diagnostics_channel';
 import type { Attributes, BatchObservableResult, Context, Meter, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
-import { channels, queueTotals, type DropEvent, type ErrorEvent, type ListenTrace, type StartEvent, type StopEvent, type TraceEvent } from '../../lib/telemetry.js';
+import { channels, queueTotals, type ListenTrace, type TraceEvent } from '../../lib/telemetry.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { requirePeer } from '../peer.js';
-import { redisChannels, type ConnectionEvent, type UnrelayedEvent } from '../redis/telemetry.js';
+import { followMetricEvents, once } from '../metricEvents.js';
 
 export { MissingPeerDependencyError } from '../peer.js';
 
@@ -85,13 +84,13 @@ export function collectOtelMetrics(meter: Meter, endpoint: McpEndpoint, options:
   const unrelayed = counter('redis_unrelayed_events', 'Hub events a Redis bus could not relay to the other nodes.');
   const redisUp = gauge('redis_connection_up', '1 while the Redis connection is ready, 0 after it was lost or closed.');
 
-  let modernOpen = 0;
+  let events: ReturnType<typeof followMetricEvents> | undefined;
   let lastDropBytes: number | undefined;
   const connections = new Map<string, { readonly attributes: Attributes; up: number }>();
   const coalescedAtStart = queueTotals().coalesced;
   const observe = (observer: BatchObservableResult) => {
     const stats = endpoint.stats;
-    const modern = Math.min(Math.max(modernOpen, 0), stats.streams);
+    const modern = Math.min(Math.max(events?.modernOpen() ?? 0, 0), stats.streams);
     observer.observe(streamsOpen, modern, { era: 'modern' });
     observer.observe(streamsOpen, stats.streams - modern, { era: 'legacy' });
     observer.observe(sessions, stats.sessions);
@@ -108,56 +107,22 @@ export function collectOtelMetrics(meter: Meter, endpoint: McpEndpoint, options:
   const observables = [streamsOpen, sessions, sessionSubscriptions, slots, principals, queuedBytes, queuedFrames, coalesced, dropBytes, redisUp];
   meter.addBatchObservableCallback(observe, observables);
 
-  const subscriptions: [diagnostics_channel.Channel, (message: unknown) => void][] = [
-    [
-      channels.start,
-      (message) => {
-        if ((message as StartEvent).era !== 'legacy') modernOpen++;
-      },
-    ],
-    [
-      channels.stop,
-      (message) => {
-        const event = message as StopEvent;
-        if (event.era === 'legacy') return;
-        modernOpen--;
-        closes.add(1, { reason: event.reason });
-      },
-    ],
-    [
-      channels.drop,
-      (message) => {
-        const event = message as DropEvent;
-        drops.add(1, { topic: event.topic });
-        lastDropBytes = event.queueBytes;
-      },
-    ],
-    [channels.error, (message) => errors.add(1, { where: (message as ErrorEvent).where })],
-    [
-      redisChannels.unrelayed,
-      (message) => {
-        const event = message as UnrelayedEvent;
-        unrelayed.add(1, { topic: event.topic, reason: event.reason });
-      },
-    ],
-    [
-      redisChannels.connection,
-      (message) => {
-        const { component, role, status } = message as ConnectionEvent;
-        connections.set(`${component} ${role}`, { attributes: { component, role }, up: status === 'ready' ? 1 : 0 });
-      },
-    ],
-  ];
-  for (const [channel, listener] of subscriptions) channel.subscribe(listener);
-  let closed = false;
+  events = followMetricEvents({
+    closed: (reason) => closes.add(1, { reason }),
+    dropped: (topic, queueBytes) => {
+      drops.add(1, { topic });
+      lastDropBytes = queueBytes;
+    },
+    failed: (where) => errors.add(1, { where }),
+    unrelayed: (topic, reason) => unrelayed.add(1, { topic, reason }),
+    connection: (component, role, up) => connections.set(`${component} ${role}`, { attributes: { component, role }, up: up ? 1 : 0 }),
+  });
   return {
     names,
-    close: () => {
-      if (closed) return;
-      closed = true;
-      for (const [channel, listener] of subscriptions) channel.unsubscribe(listener);
+    close: once(() => {
+      events?.close();
       meter.removeBatchObservableCallback(observe, observables);
-    },
+    }),
   };
 }
 
@@ -277,12 +242,5 @@ export function traceListens(tracer: Tracer, options: ListenTracingOptions = {})
     }
   };
   channels.trace.subscribe(onTrace);
-  let closed = false;
-  return {
-    close: () => {
-      if (closed) return;
-      closed = true;
-      channels.trace.unsubscribe(onTrace);
-    },
-  };
+  return { close: once(() => channels.trace.unsubscribe(onTrace)) };
 }

@@ -3,6 +3,9 @@
 import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const CLI = fileURLToPath(new URL('../../dist/adapters/cli.js', import.meta.url));
@@ -61,3 +64,36 @@ export function cli(args: string[]): Run {
   return { child, exited, out: () => stdout, err: () => stderr, waitFor: waitFor(false), waitForErr: waitFor(true) };
 }
 
+
+/** A `serve` run started by {@link serving}: its URL, its metrics base URL (with --metrics-port) and the directory it serves. */
+export interface Served {
+  readonly run: Run;
+  readonly url: string;
+  /** `http://HOST:PORT` of the metrics port, when started with `--metrics-port`. */
+  readonly metrics: string | undefined;
+  readonly dir: string;
+}
+
+/**
+ * Runs `serve --port 0 --dir <dir> --demo` with `args` (`dir` defaults to a fresh temp directory's
+ * `data/`), hands it to `body` once it listens (and its metrics port, when asked for), then stops it
+ * with SIGTERM, which must exit 0. Always stops it and removes the temp directory.
+ */
+export async function serving(args: string[], body: (served: Served) => Promise<void>, dir?: string): Promise<Run> {
+  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-'));
+  const data = dir ?? path.join(root, 'data');
+  const run = cli(['serve', '--port', '0', '--dir', data, '--demo', ...args]);
+  try {
+    await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
+    if (args.includes('--metrics-port')) await run.waitFor(/^metrics on \S+$/m);
+    const url = /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!;
+    const metrics = /^metrics on (\S+)\/metrics$/m.exec(run.out())?.[1];
+    await body({ run, url, metrics, dir: data });
+    run.child.kill('SIGTERM');
+    assert.equal(await run.exited, 0, run.err());
+    return run;
+  } finally {
+    run.child.kill('SIGKILL');
+    await rm(root, { recursive: true, force: true });
+  }
+}

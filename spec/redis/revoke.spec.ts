@@ -11,6 +11,7 @@ import { RevokeRelayError } from '../../adapters/endpoint/revoke.js';
 import type { EndpointRequest } from '../../lib/context.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
 import { call, GetStream, initialize } from '../helpers/legacy.js';
+import { closingText, toolsAckText } from '../helpers/frames.js';
 import { redisForSuite } from '../helpers/redis.js';
 
 const suite = redisForSuite(test);
@@ -19,12 +20,8 @@ let prefixes = 0;
 const byHeader = (request: EndpointRequest) => ({ principal: `user:${request.header('x-principal') ?? 'anon'}`, scopes: new Set<string>() });
 const as = (principal: string) => ({ 'x-principal': principal });
 
-const frame = (json: string) => `event: message\ndata: ${json}\n\n`;
-const meta = (id: number) => `"_meta":{"io.modelcontextprotocol/subscriptionId":${id}}`;
-const ack = (id: number) => frame(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},${meta(id)}}}`);
-const revoked = (id: number) =>
-  frame(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${id},"reason":"revoked",${meta(id)}}}`) +
-  frame(`{"jsonrpc":"2.0","id":${id},"result":{"resultType":"complete",${meta(id)}}}`);
+const ack = toolsAckText;
+const revoked = (id: number) => closingText(id, 'revoked');
 
 interface Node {
   readonly server: TestServer;
