@@ -21,6 +21,8 @@ test('a connection lost to an outage is lost, then ready again; closing the part
     await eventually(() => statuses().length === 2, 3000, 'the outage');
     await suite.server.restart();
     await eventually(() => statuses().length === 3, 5000, 'the reconnection');
+    // The publisher reconnects on its own backoff: both up again before the close.
+    await eventually(() => events.filter((event) => event.role === 'publisher').at(-1)?.status === 'ready', 5000, "the publisher's reconnection");
     await bus.close();
     await eventually(() => statuses().length === 4, 3000, 'the close');
     assert.deepEqual(statuses(), ['ready', 'lost', 'ready', 'closed']);
