@@ -19,7 +19,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'protocol.ts': ['NEWEST_LEGACY_PROTOCOL_VERSION', 'RECOGNIZED_LEGACY_VERSIONS'],
   'resources.ts': ['changesHub', 'resourceProvider', 'unrestrictedHub'],
   'subscribers.ts': ['BareSubscriber', 'LeanSubscriber'],
-  'telemetry.ts': ['accountQueue', 'reportError'],
+  'telemetry.ts': ['accountQueue', 'reportError', 'reportTrace'],
   'turn.ts': ['currentTurn'],
   'validate.ts': [
     'arrayOf', 'boolean', 'callback', 'endpoint', 'epochMs', 'flags', 'functions', 'httpUrl', 'hub', 'implementing', 'isHub', 'knownKeys',
