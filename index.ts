@@ -18,7 +18,7 @@ export { positiveInteger } from './lib/validate.js';
 export type { CloseNoticeMode, ListenOptions, StreamLimits } from './lib/options.js';
 
 /* Frames and encoding */
-export { controlFrame, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './lib/frame.js';
+export { CLOSE_REASONS, controlFrame, isCloseReason, isNotification, KEEP_ALIVE, mayReceive, notificationFrame } from './lib/frame.js';
 export type { CloseReason, CommentFrame, EncodedMessage, Frame, MessageFrame, PrimingFrame, TopicKind } from './lib/frame.js';
 export { encodedByteLength, encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, KEEP_ALIVE_TEXT, messageJson, taggedMessage } from './lib/encode.js';
 export type { SseEvent } from './lib/encode.js';
@@ -50,7 +50,11 @@ export { isThenable } from './lib/replayBuffer.js';
 
 /* Telemetry */
 export { channels, queueTotals } from './lib/telemetry.js';
-export type { DropEvent, ErrorEvent, QueueTotals, StartEvent, StopEvent, StopReason } from './lib/telemetry.js';
+export type { DropEvent, ErrorEvent, ListenTrace, QueueTotals, SessionCreatedEvent, SessionEndedEvent, SessionEndReason, StartEvent, StopEvent, StopReason, StreamEra, TraceEvent } from './lib/telemetry.js';
+
+/* Logs: the telemetry channels on a pino-compatible logger */
+export { logTo } from './adapters/logTo.js';
+export type { Logger, LogToOptions } from './adapters/logTo.js';
 
 /* Operators */
 export { ackThenNotify } from './operators/ackThenNotify.js';
@@ -74,6 +78,9 @@ export { withEventIds } from './operators/withEventIds.js';
 /* Endpoint: MCP over HTTP, transport-neutral (adapters/endpoint/) */
 export { McpEndpoint } from './adapters/endpoint/endpoint.js';
 export type { EndpointStats } from './adapters/endpoint/endpoint.js';
+export type { ListenStreamInfo, SessionInfo, StreamFilterInfo, StreamInfo, StreamsOptions } from './adapters/endpoint/inspect.js';
+export { RevokeRelayError } from './adapters/endpoint/revoke.js';
+export type { RevokeResult } from './adapters/endpoint/revoke.js';
 export type { EmptyListen, McpEndpointOptions } from './adapters/endpoint/options.js';
 export { acceptsEventStream, JSON_HEADERS, SSE_HEADERS } from './adapters/endpoint/responses.js';
 export type { EndpointResponse } from './adapters/endpoint/responses.js';

@@ -19,8 +19,10 @@ import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
 import { DEFAULT_CAPACITY_RETRY_AFTER, DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
 import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY } from '../lib/options.js';
-import type { ReferenceFleet, ReferenceServer, ReferenceServerOptions } from './reference/server.js';
+import type { ReferenceServer, ReferenceServerOptions } from './reference/server.js';
 import { redactedUrl } from './redactedUrl.js';
+import { LOG_FORMATS, LOG_LEVELS, type CliLogger, type LogFormat, type LogLevel } from './cliLogLevels.js';
+import { acknowledgmentNotes, closeNote, relativeUriNotes } from './listenNotes.js';
 
 /** A command-line mistake: printed as one line, exit code 2. */
 class UsageError extends McpRxError {
@@ -81,6 +83,11 @@ function oneOf(...values: string[]): (text: string, flag: string) => string {
 
 function nonEmpty(text: string, flag: string): string {
   if (text === '') throw new UsageError(`--${flag} must not be empty`);
+  return text;
+}
+
+function adminToken(text: string, flag: string): string {
+  if (text.length < 16 || /\s/.test(text)) throw new UsageError(`--${flag} must be at least 16 characters without whitespace (e.g. openssl rand -hex 24), got ${text.length} characters`);
   return text;
 }
 
@@ -211,7 +218,17 @@ const SERVE_FLAGS: readonly Flag[] = [
     description: 'browser pages that may call the server from another origin: a comma-separated list of origins (https://app.example) or host names (localhost), or * for any page (not with --token-secret)',
     parse: corsOrigins,
   },
-  { name: 'metrics-port', value: 'N', unit: 'TCP port, 0 = any free one', default: 'off', description: 'serve Prometheus metrics on http://HOST:N/metrics (needs the prom-client package)', parse: port },
+  { name: 'metrics-port', value: 'N', unit: 'TCP port, 0 = any free one', default: 'off', description: 'serve Prometheus metrics on http://METRICS_HOST:N/metrics (needs the prom-client package), and the admin endpoints with --admin-token', parse: port },
+  { name: 'metrics-host', value: 'HOST', default: '127.0.0.1', description: 'interface the metrics port binds (loopback unless you expose it on purpose); only with --metrics-port', parse: nonEmpty },
+  {
+    name: 'admin-token',
+    value: 'TOKEN',
+    default: 'none (no admin endpoints)',
+    description: 'serve GET /streams (the stream snapshot) and POST /revoke {"principal": "..."} on the metrics port, for requests with Authorization: Bearer TOKEN (at least 16 characters); only with --metrics-port',
+    parse: adminToken,
+  },
+  { name: 'log-level', value: 'LEVEL', default: 'info', description: 'least severe log line written to stderr: error | warn | info (streams, sessions, Redis) | debug (each drop, each Redis connection)', parse: oneOf(...LOG_LEVELS) },
+  { name: 'log-format', value: 'FORMAT', default: 'pretty', description: 'stderr log lines: pretty (one readable line each) | json (pino: one JSON object per line)', parse: oneOf(...LOG_FORMATS) },
   HELP,
 ];
 
@@ -228,12 +245,16 @@ const LISTEN_FLAGS: readonly Flag[] = [
 const COMMANDS = {
   serve: {
     usage: 'mcp-rx-streams serve [flags]',
-    summary: 'Runs the reference MCP server: a directory served as resources, its changes pushed to subscriptions/listen streams and legacy GET streams.',
+    summary:
+      'Runs the reference MCP server: a directory served as resources, its changes pushed to subscriptions/listen streams and legacy GET streams. ' +
+      'Prints one line on stdout when it listens (and the metrics URL); logs what it does on stderr.',
     flags: SERVE_FLAGS,
   },
   listen: {
     usage: 'mcp-rx-streams listen URL [flags]',
-    summary: 'Opens a subscriptions/listen stream on the MCP endpoint URL and prints each notification as one JSON line until Ctrl-C.',
+    summary:
+      'Opens a subscriptions/listen stream on the MCP endpoint URL and prints each notification as one JSON line until Ctrl-C. ' +
+      'On stderr it says what the server did not honour and why the stream ended; the exit code is 1 when the server ended it for any reason but its shutdown.',
     flags: LISTEN_FLAGS,
   },
 } as const;
@@ -293,7 +314,7 @@ function read(command: Command, argv: string[]): { values: Map<string, unknown>;
 const camel = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
 /** Flags that are the command's own, not options of `startReferenceServer`. */
-const CLI_ONLY = new Set(['demo', 'stdio', 'redis-timeout', 'metrics-port', 'workers', 'help']);
+const CLI_ONLY = new Set(['demo', 'stdio', 'redis-timeout', 'metrics-port', 'metrics-host', 'admin-token', 'log-level', 'log-format', 'workers', 'help']);
 
 /**
  * The `serve` flags that mean nothing on stdio: the HTTP listener and its requests (a pipe has no
@@ -302,11 +323,12 @@ const CLI_ONLY = new Set(['demo', 'stdio', 'redis-timeout', 'metrics-port', 'wor
  * the fleet that shares them.
  */
 const HTTP_ONLY = [
-  'port', 'host', 'token-secret', 'trust-proxy', 'cors-origins', 'body-timeout', 'metrics-port',
+  'port', 'host', 'token-secret', 'trust-proxy', 'cors-origins', 'body-timeout', 'metrics-port', 'metrics-host', 'admin-token',
   'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'max-sessions', 'max-sessions-per-principal', 'reconnect-delay',
   'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'workers',
 ];
 const FLEET_ONLY = ['node-id', 'watch-lease-ttl', 'redis-timeout'];
+const METRICS_ONLY = ['metrics-host', 'admin-token'];
 
 async function serve(argv: string[]): Promise<void> {
   const { values } = read('serve', argv);
@@ -327,6 +349,10 @@ async function serve(argv: string[]): Promise<void> {
     const orphan = FLEET_ONLY.find((name) => values.has(name));
     if (orphan !== undefined) throw new UsageError(`--${orphan} needs --redis URL`);
   }
+  if (!values.has('metrics-port')) {
+    const orphan = METRICS_ONLY.find((name) => values.has(name));
+    if (orphan !== undefined) throw new UsageError(`--${orphan} needs --metrics-port N`);
+  }
   const dir = path.resolve(options.dir as string);
   const found = await stat(dir).catch(() => undefined);
   if (found === undefined && values.get('demo') !== true) {
@@ -335,89 +361,137 @@ async function serve(argv: string[]): Promise<void> {
   if (found !== undefined && !found.isDirectory()) throw new UsageError(`--dir ${options.dir as string} is not a directory`);
   // With --redis the server starts at once and the fleet connects in the background.
   if (redis !== undefined) options.redisConnectTimeout = 0;
-  if (values.get('stdio') === true) return serveStdio(options);
+  if (values.get('stdio') === true) return serveStdio(options, { level: values.get('log-level') as LogLevel | undefined, format: values.get('log-format') as LogFormat | undefined });
   const workers = values.get('workers') as number | undefined;
-  if (workers !== undefined && workers > 1) {
-    if (values.has('metrics-port')) throw new UsageError('--metrics-port cannot go with --workers: each worker would answer /metrics with its own figures on the shared port');
-    return cluster.isPrimary ? serveMachine(options, workers, values.get('redis-timeout') as number | undefined) : serveWorker(options);
+  if (workers !== undefined && workers > 1 && values.has('metrics-port')) {
+    throw new UsageError('--metrics-port cannot go with --workers: each worker would answer /metrics with its own figures on the shared port');
   }
 
+  // Logs go to stderr (stdout has the one line that says the server is up, and the metrics URL).
+  const { cliLogger } = await import('./cliLog.js');
+  const { logTo } = await import('./logTo.js');
+  const logger = cliLogger((values.get('log-level') as LogLevel | undefined) ?? 'info', (values.get('log-format') as LogFormat | undefined) ?? 'pretty');
+  const stopLogging = logTo(logger);
+  if (workers !== undefined && workers > 1) {
+    return cluster.isPrimary ? serveMachine(options, workers, values.get('redis-timeout') as number | undefined, logger, stopLogging) : serveWorker(options, logger);
+  }
+  options.logger = logger;
   const { startReferenceServer } = await import('./reference/server.js');
   const server = await startReferenceServer(options as ReferenceServerOptions);
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const closers: (() => Promise<void>)[] = [() => server.close()];
+  let fleetLog: { stop(): void } | undefined;
   let stopping = false;
-  const stop = (code: number) => {
+  const stop = (code: number, why: string) => {
     if (stopping) return;
     stopping = true;
+    // A shutdown is not an outage: nothing more is said about Redis.
+    fleetLog?.stop();
+    logger.info({ event: 'stopping', why, streams: server.endpoint.stats.streams }, `stopping (${why}): every open stream gets its closing frames (reason shutdown)`);
     Promise.all(closers.map((close) => close())).then(
-      () => process.exit(code),
-      () => process.exit(1),
+      () => {
+        logger.info({ event: 'stopped' }, 'stopped');
+        stopLogging();
+        process.exit(code);
+      },
+      (error: unknown) => {
+        logger.error({ event: 'stopped', err: error }, 'stopped with an error while closing');
+        process.exit(1);
+      },
     );
   };
   // Before the line that says the server is up: a supervisor (or a test) that stops the server as
   // soon as it reads it must find the handler, not the default action that kills the process.
-  process.once('SIGINT', () => stop(0));
-  process.once('SIGTERM', () => stop(0));
+  process.once('SIGINT', () => stop(0, 'SIGINT'));
+  process.once('SIGTERM', () => stop(0, 'SIGTERM'));
   say(`mcp-rx-streams listening on ${server.url}`);
+  const { logStart } = await import('./cliStart.js');
+  logStart(logger, server, { dir: path.resolve(options.dir as string), tokens: options.tokenSecret !== undefined });
 
   const metricsPort = values.get('metrics-port') as number | undefined;
   if (metricsPort !== undefined) {
     try {
-      const metrics = await serveMetrics(server, options.host as string, metricsPort);
+      const adminToken = values.get('admin-token') as string | undefined;
+      const metrics = await serveMetrics(server, (values.get('metrics-host') as string | undefined) ?? '127.0.0.1', metricsPort, adminToken, logger);
       closers.push(metrics.close);
       say(`metrics on ${metrics.url}`);
+      logger.info({ event: 'metrics', url: metrics.url }, `Prometheus metrics on ${metrics.url}`);
+      if (adminToken !== undefined) {
+        const base = metrics.url.replace(/\/metrics$/, '');
+        logger.info({ event: 'admin', streams: `${base}/streams`, revoke: `${base}/revoke` }, `admin endpoints on ${base}: GET /streams, POST /revoke (Authorization: Bearer <--admin-token>)`);
+      }
     } catch (error) {
       await server.close();
       throw error;
     }
   }
   if (server.fleet !== undefined) {
-    reportFleet(server.fleet, redis!, values.get('redis-timeout') as number | undefined, (message) => {
-      process.stderr.write(`mcp-rx-streams: ${message}\n`);
-      stop(1);
+    const { logFleet } = await import('./reference/fleetLog.js');
+    fleetLog = logFleet(server.fleet, redis!, logger, {
+      timeout: values.get('redis-timeout') as number | undefined,
+      giveUp: (message) => {
+        logger.error({ event: 'fatal' }, message);
+        stop(1, 'Redis unreachable');
+      },
     });
   }
 }
 
 /**
  * `serve --workers N` in the primary: the machine's shared state and N workers on one port (see
- * `adapters/reference/primary.ts`). stdout says where it listens, as one process does; stderr
- * says what happens to the workers (`cluster: …`). SIGINT/SIGTERM stop every worker gracefully
- * (their streams get their closing frames), then the primary, exit code 0.
+ * `adapters/reference/primary.ts`). stdout says where it listens, as one process does; the log
+ * (stderr) says what happens to the workers (`cluster: …`) and, with `--redis`, to the fleet.
+ * SIGINT/SIGTERM stop every worker gracefully (their streams get their closing frames), then the
+ * primary, exit code 0.
  */
-async function serveMachine(options: Record<string, unknown>, workers: number, redisTimeout: number | undefined): Promise<void> {
+async function serveMachine(options: Record<string, unknown>, workers: number, redisTimeout: number | undefined, logger: CliLogger, stopLogging: () => void): Promise<void> {
   const { startReferencePrimary } = await import('./reference/primary.js');
   const redis = options.redis as string | undefined;
-  const machine = await startReferencePrimary({ ...(options as object), workers, dir: options.dir as string, say: (line) => process.stderr.write(`${line}\n`) });
+  const machine = await startReferencePrimary({ ...(options as object), workers, dir: options.dir as string, say: (line) => logger.info({ event: 'cluster' }, line) });
+  let fleetLog: { stop(): void } | undefined;
   let stopping = false;
-  const stop = (code: number) => {
+  const stop = (code: number, why: string) => {
     if (stopping) return;
     stopping = true;
+    fleetLog?.stop();
+    logger.info({ event: 'stopping', why }, `stopping (${why}): every worker closes its streams with their closing frames (reason shutdown)`);
     machine.close().then(
-      () => process.exit(code),
-      () => process.exit(1),
+      () => {
+        logger.info({ event: 'stopped' }, 'stopped');
+        stopLogging();
+        process.exit(code);
+      },
+      (error: unknown) => {
+        logger.error({ event: 'stopped', err: error }, 'stopped with an error while closing');
+        process.exit(1);
+      },
     );
   };
-  process.once('SIGINT', () => stop(0));
-  process.once('SIGTERM', () => stop(0));
+  process.once('SIGINT', () => stop(0, 'SIGINT'));
+  process.once('SIGTERM', () => stop(0, 'SIGTERM'));
   process.stdout.write(`mcp-rx-streams listening on ${machine.url}\n`);
+  logger.info({ event: 'listening', url: machine.url, workers, dir: path.resolve(options.dir as string) }, `${workers} workers serve ${path.resolve(options.dir as string)} on ${machine.url}`);
   if (machine.fleet !== undefined) {
-    reportFleet(machine.fleet, redis!, redisTimeout, (message) => {
-      process.stderr.write(`mcp-rx-streams: ${message}\n`);
-      stop(1);
+    const { logFleet } = await import('./reference/fleetLog.js');
+    fleetLog = logFleet(machine.fleet, redis!, logger, {
+      timeout: redisTimeout,
+      giveUp: (message) => {
+        logger.error({ event: 'fatal' }, message);
+        stop(1, 'Redis unreachable');
+      },
     });
   }
 }
 
 /**
  * `serve --workers N` in a worker: the reference server on the machine's parts (the primary holds
- * Redis, if any). It says nothing on stdout: the primary does. Stops like one process on SIGTERM.
+ * Redis, if any). It says nothing on stdout (the primary does); its log lines go to stderr, as the
+ * primary's. Stops like one process on SIGINT/SIGTERM.
  */
-async function serveWorker(options: Record<string, unknown>): Promise<void> {
+async function serveWorker(options: Record<string, unknown>, logger: CliLogger): Promise<void> {
   const { redis: _redis, nodeId: _nodeId, watchLeaseTtl: _ttl, redisConnectTimeout: _timeout, ...own } = options;
   const { startReferenceServer } = await import('./reference/server.js');
-  const server = await startReferenceServer({ ...own, cluster: true } as ReferenceServerOptions);
+  const server = await startReferenceServer({ ...own, cluster: true, logger } as ReferenceServerOptions);
   const stop = () => server.close().then(
     () => process.exit(0),
     () => process.exit(1),
@@ -432,61 +506,35 @@ async function serveWorker(options: Record<string, unknown>): Promise<void> {
  * closes stdin (every stream ended, every slot released by then), or on SIGINT/SIGTERM after every
  * listen got its closing frames.
  */
-async function serveStdio(options: Record<string, unknown>): Promise<void> {
+async function serveStdio(options: Record<string, unknown>, log: { readonly level: LogLevel | undefined; readonly format: LogFormat | undefined }): Promise<void> {
   const { dir, host: _host, port: _port, ...rest } = options;
+  // Logs go to stderr, as on HTTP: stdout carries JSON-RPC only.
+  const { cliLogger } = await import('./cliLog.js');
+  const { logTo } = await import('./logTo.js');
+  const logger = cliLogger(log.level ?? 'info', log.format ?? 'pretty');
+  const stopLogging = logTo(logger);
   const { startReferenceStdio } = await import('./reference/stdio.js');
-  const server = await startReferenceStdio({ ...rest, dir: dir as string });
-  const stop = (code: number) => {
+  const server = await startReferenceStdio({ ...rest, dir: dir as string, logger });
+  const stop = (code: number, why: string) => {
+    logger.info({ event: 'stopping', why }, `stopping (${why}): every open stream gets its closing frames (reason shutdown)`);
     server.close().then(
       // stdout may still hold the closing frames: exit once it has taken them.
-      () => process.stdout.write('', () => process.exit(code)),
+      () => {
+        stopLogging();
+        process.stdout.write('', () => process.exit(code));
+      },
       () => process.exit(1),
     );
   };
-  process.once('SIGINT', () => stop(0));
-  process.once('SIGTERM', () => stop(0));
-  process.stderr.write(`mcp-rx-streams serving ${path.resolve(dir as string)} on stdio\n`);
+  process.once('SIGINT', () => stop(0, 'SIGINT'));
+  process.once('SIGTERM', () => stop(0, 'SIGTERM'));
+  logger.info({ event: 'listening', dir: path.resolve(dir as string), transport: 'stdio' }, `serving ${path.resolve(dir as string)} on stdio`);
   await server.session.closed;
-  stop(0);
-}
-
-/**
- * Says on stdout that the node waits for Redis (at once), when the fleet is up, and every
- * transition after: the watch lease moving, Redis lost and back (with the running totals of hub
- * events that waited in the bus's outbox, that never reached Redis, and of resyncs), and each
- * resync of this node's streams (with its reason). Calls `giveUp` when Redis has not answered within
- * `timeout` milliseconds of the start.
- */
-function reportFleet(fleet: ReferenceFleet, redis: string, timeout: number | undefined, giveUp: (message: string) => void): void {
-  const say = (line: string) => process.stdout.write(`fleet: ${line}\n`);
-  const where = redactedUrl(redis);
-  const started = Date.now();
-  say(`node ${fleet.nodeId} on ${where}`);
-  if (!fleet.sessionBus.connected) say(`waiting for Redis at ${where} (local streams are served meanwhile)`);
-  const waiting = setInterval(() => say(`still waiting for Redis at ${where} (${Math.round((Date.now() - started) / 1000)} s)`), 10_000).unref();
-  const deadline =
-    timeout === undefined
-      ? undefined
-      : setTimeout(() => giveUp(`Redis at ${where} did not answer within ${timeout} ms (--redis-timeout); is it running?`), timeout).unref();
-  Promise.all([fleet.bus.ready(), fleet.sessionStore.ready(), fleet.eventLog.ready(), fleet.sessionBus.ready()]).then(() => {
-    clearInterval(waiting);
-    clearTimeout(deadline);
-    say(`up: Redis at ${where} answered after ${Date.now() - started} ms`);
-  }, (error: unknown) => giveUp(`the fleet could not start on ${where}: ${error instanceof Error ? error.message : String(error)}`));
-  fleet.lease.held$.subscribe((held) => say(held ? 'watch lease held' : 'watch lease not held'));
-  let heard = false;
-  fleet.sessionBus.connected$.subscribe((connected) => {
-    // Before the first connection, "redis down" would only repeat the waiting line.
-    if (connected) heard = true;
-    else if (!heard) return;
-    const { queued, unrelayed, resyncs } = fleet.bus.stats;
-    say(connected ? `redis up (queued ${queued}, unrelayed ${unrelayed}, resyncs ${resyncs})` : 'redis down');
-  });
-  fleet.bus.resync$.subscribe(({ reason, resyncs }) => say(`resync (${reason}): every stream told to re-read (resyncs ${resyncs})`));
+  stop(0, 'stdin closed');
 }
 
 /** Serves the endpoint's Prometheus metrics on `http://host:port/metrics`, with prom-client's process metrics. */
-async function serveMetrics(server: ReferenceServer, host: string, port: number): Promise<{ url: string; close: () => Promise<void> }> {
+async function serveMetrics(server: ReferenceServer, host: string, port: number, adminToken: string | undefined, logger: CliLogger): Promise<{ url: string; close: () => Promise<void> }> {
   const { collectMetrics } = await import('./metrics/index.js');
   const { requirePeer } = await import('./peer.js');
   const { answerHeaders, whenParsed } = await import('./node.js');
@@ -494,8 +542,11 @@ async function serveMetrics(server: ReferenceServer, host: string, port: number)
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry });
   const bridge = collectMetrics(registry, server.endpoint);
-  // Nothing here reads a body: a request answered while its body is still coming closes its connection (whenParsed, answerHeaders).
-  const http_ = http.createServer((req, res) => {
+  // Without --admin-token there are no admin endpoints at all: /streams and /revoke are 404 like any other path.
+  const admin = adminToken === undefined ? undefined : (await import('./admin.js')).adminRoutes(server.endpoint, adminToken, logger);
+  // Only POST /revoke reads a body: any other request answered while its body is still coming closes its connection (whenParsed, answerHeaders).
+  const http_ = http.createServer({ requestTimeout: 10_000, headersTimeout: 10_000 }, (req, res) => {
+    if (admin?.(req, res) === true) return;
     if ((req.url ?? '/').split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       whenParsed(req, () => res.writeHead(404, answerHeaders(req, { 'Content-Type': 'text/plain' })).end('not found: metrics are at GET /metrics\n'));
       return;
@@ -542,21 +593,46 @@ async function watch(argv: string[]): Promise<void> {
   const given = values.get('id') as string | undefined;
   const id = given === undefined ? 1 : /^\d+$/.test(given) ? Number(given) : given;
   const token = values.get('token') as string | undefined;
+  // Notifications go to stdout, one JSON line each; what the user should know about them to stderr.
+  const note = (text: string) => process.stderr.write(`mcp-rx-streams: ${text}\n`);
+  for (const text of relativeUriNotes((values.get('resource') as string[] | undefined) ?? [])) note(text);
   // The client (undici) is loaded only by this command.
   const { listen } = await import('./client.js');
+  let acknowledged = false;
+  let reason: string | undefined;
+  let result = false;
+  let interrupted = false;
   await new Promise<void>((resolve, reject) => {
     const subscription = listen({ url, id, notifications, ...(token === undefined ? {} : { token }) }).subscribe({
       next: (message) => {
-        if ('method' in message) process.stdout.write(`${JSON.stringify(message)}\n`);
+        if (!('method' in message)) {
+          // The listen result: the server ended the stream on purpose (the client completes next).
+          result = true;
+          return;
+        }
+        process.stdout.write(`${JSON.stringify(message)}\n`);
+        const params = (message as { params?: Record<string, unknown> }).params ?? {};
+        if (message.method === 'notifications/subscriptions/acknowledged' && !acknowledged) {
+          acknowledged = true;
+          for (const text of acknowledgmentNotes(notifications, params.notifications)) note(text);
+        } else if (message.method === 'notifications/cancelled') {
+          reason = typeof params.reason === 'string' ? params.reason : undefined;
+        }
       },
       error: reject,
       complete: resolve,
     });
     process.once('SIGINT', () => {
+      interrupted = true;
       subscription.unsubscribe();
       resolve();
     });
   });
+  if (interrupted) return;
+  // Exit code 0 only when the server shut down; any other end is worth a script's attention.
+  const { message, code } = closeNote(reason, result);
+  note(message);
+  process.exitCode = code;
 }
 
 

@@ -18,86 +18,46 @@
 // stream (after GC), µs per open+close, GC pauses per 1M stream-frames (count and ms), medians of
 // the rounds (a round runs every build and variant once, in a fresh process each, interleaved).
 // Same sink work for every variant.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
-import { describeBuild, OWN_DIST, resolveBuild, snapshotBuild } from './build.mjs';
+import path from 'node:path';
+import { buildsToCompare, childJson, medians, readFlags, rounds } from './inProcess.mjs';
 
 const USAGE = 'usage: node --expose-gc bench/pipeline.mjs [--streams 10000] [--frames 200] [--rounds 3] [--baseline CHECKOUT_ROOT | DIST_DIR]';
-function fail(message) {
-  console.error(`bench/pipeline.mjs: ${message}\n${USAGE}`);
-  process.exit(2);
-}
-let values;
-try {
-  ({ values } = parseArgs({
-    options: {
-      streams: { type: 'string', default: '10000' },
-      frames: { type: 'string', default: '200' },
-      rounds: { type: 'string', default: '3' },
-      baseline: { type: 'string' },
-      child: { type: 'string' },
-      variant: { type: 'string' },
-    },
-  }));
-} catch (error) {
-  fail(error.message);
-}
+const { values, fail } = readFlags(
+  'bench/pipeline.mjs',
+  USAGE,
+  {
+    streams: { type: 'string', default: '10000' },
+    frames: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '3' },
+    baseline: { type: 'string' },
+    variant: { type: 'string' },
+  },
+  ['streams', 'frames', 'rounds'],
+);
 const N = Number(values.streams);
 const FRAMES = Number(values.frames);
 const ROUNDS = Number(values.rounds);
-for (const [name, value] of [['streams', N], ['frames', FRAMES], ['rounds', ROUNDS]]) {
-  if (!(Number.isInteger(value) && value > 0)) fail(`--${name}: a positive integer, got ${values[name]}`);
-}
 
 if (values.child !== undefined) {
   process.stdout.write(JSON.stringify(await measure(values.child, values.variant)));
   process.exit(0);
 }
 
-// [label, build description, the copy's directory]
-const builds = [];
-try {
-  if (values.baseline !== undefined) builds.push(['baseline', describeBuild(resolveBuild(values.baseline))]);
-} catch (error) {
-  fail(`--baseline: ${error.message}`);
-}
-try {
-  builds.push(['this build', describeBuild(resolveBuild(OWN_DIST))]);
-} catch (error) {
-  fail(`no build in this checkout's dist/ (npm run build): ${error.message}`);
-}
-let running; // the child measuring now
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    running?.kill('SIGKILL');
-    process.exit(130);
-  });
-}
-// Every (build, variant) once per round, the order rotated from one round to the next, so that a
-// slower stretch of a shared machine falls on all of them rather than on one build's rounds.
-const cells = [];
-for (const [label, build] of builds) {
-  const copy = path.dirname(fileURLToPath(snapshotBuild(build.dir, label === 'baseline' ? 'pipeline-baseline' : 'pipeline-this')));
-  for (const variant of ['endpoint', 'served', 'chain']) cells.push({ label, build, copy, variant, runs: [] });
-}
-for (let round = 0; round < ROUNDS; round++) {
-  for (let i = 0; i < cells.length; i++) {
-    const cell = cells[(i + round) % cells.length];
-    try {
-      cell.runs.push(await child(cell.copy, cell.variant));
-    } catch (error) {
-      console.error(`bench/pipeline.mjs: ${cell.label} (${cell.build.text}): ${error.message}`);
-      process.exit(1);
-    }
-  }
-}
+const builds = buildsToCompare(values.baseline, 'pipeline', fail);
+// Every (build, variant) once per round, the order rotated (bench/inProcess.mjs).
+const cells = builds.flatMap(({ label, build, copy }) => ['endpoint', 'served', 'chain'].map((variant) => ({ label, build, copy, variant, runs: [] })));
+await rounds(cells, ROUNDS, (cell) =>
+  childJson(fileURLToPath(import.meta.url), ['--child', cell.copy, '--variant', cell.variant, '--streams', String(N), '--frames', String(FRAMES)]).catch((error) => {
+    console.error(`bench/pipeline.mjs: ${cell.label} (${cell.build.text}): ${error.message}`);
+    process.exit(1);
+  }),
+);
 const rows = cells.map(({ label, variant, runs }) => ({ label, variant, ...medians(runs) }));
 const served = rows.find((row) => row.label === 'this build' && row.variant === 'endpoint');
 console.log(`N = ${N} idle streams on one URI, ${FRAMES} publishes, ${ROUNDS} rounds (medians), node ${process.version}`);
-for (const [label, build] of builds) console.log(`${label}: ${build.text}`);
+for (const { label, build } of builds) console.log(`${label}: ${build.text}`);
 console.log('');
 console.log('| build | variant | µs per stream-frame | × this build\'s endpoint | heap per idle stream | µs per open+close | GC pauses per 1M frames |');
 console.log('|---|---|---:|---:|---:|---:|---:|');
@@ -105,31 +65,6 @@ for (const row of rows) {
   console.log(
     `| ${row.label} | ${row.variant} | ${row.usPerFrame.toFixed(3)} | ${(row.usPerFrame / served.usPerFrame).toFixed(2)}× | ${(row.heapPerStream / 1024).toFixed(2)} KB | ${row.usPerOpenClose.toFixed(2)} | ${row.gcCount.toFixed(1)} (${row.gcMs.toFixed(1)} ms) |`,
   );
-}
-
-/** One measurement in a child process of the build copied in `dist`. */
-function child(dist, variant) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--child', dist, '--variant', variant, '--streams', String(N), '--frames', String(FRAMES)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    running = proc;
-    let out = '';
-    proc.stdout.on('data', (chunk) => (out += chunk));
-    proc.on('close', (code) => {
-      running = undefined;
-      if (code === 0) resolve(JSON.parse(out));
-      else reject(new Error(`${variant} exited with ${code}`));
-    });
-  });
-}
-
-function medians(runs) {
-  const median = (key) => {
-    const sorted = runs.map((run) => run[key]).sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)];
-  };
-  return Object.fromEntries(Object.keys(runs[0]).map((key) => [key, median(key)]));
 }
 
 async function measure(dist, variant) {

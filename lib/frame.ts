@@ -5,9 +5,19 @@ export type TopicKind = 'tools' | 'prompts' | 'resources' | 'resource' | 'task';
 
 /**
  * Why the server ended a stream (the `reason` of `notifications/cancelled` and of the `stop` event);
- * `empty_filter`: a listen that honoured nothing, completed at once (the endpoint's `emptyListen: 'complete'`).
+ * `empty_filter`: a listen that honoured nothing, completed at once (the endpoint's `emptyListen: 'complete'`);
+ * `revoked`: the application ended its principal's streams, or this one (`McpEndpoint.revoke`,
+ * `McpEndpoint.closeStream`).
  */
-export type CloseReason = 'max_lifetime' | 'token_expired' | 'idle_timeout' | 'superseded' | 'shutdown' | 'empty_filter';
+export type CloseReason = 'max_lifetime' | 'token_expired' | 'idle_timeout' | 'superseded' | 'shutdown' | 'empty_filter' | 'revoked';
+
+/** Every {@link CloseReason}, in the order of the type. */
+export const CLOSE_REASONS: readonly CloseReason[] = Object.freeze(['max_lifetime', 'token_expired', 'idle_timeout', 'superseded', 'shutdown', 'empty_filter', 'revoked']);
+
+/** True when `value` is one of the {@link CloseReason}s. */
+export function isCloseReason(value: unknown): value is CloseReason {
+  return typeof value === 'string' && (CLOSE_REASONS as readonly string[]).includes(value);
+}
 
 /**
  * A JSON-RPC message encoded once, to be tagged per stream without encoding it again:

@@ -1,11 +1,16 @@
 import type { Observable } from 'rxjs';
 import { Broadcast } from './broadcast.js';
 import { positiveInteger } from './validate.js';
+import type { CloseReason } from './frame.js';
 
 /** A stream admitted for a principal. */
 export interface Admission {
-  /** Emits once if a newer stream of the same principal displaces this one. */
-  readonly superseded$: Observable<void>;
+  /**
+   * Emits once when the stream must end because of its principal: when a newer stream of the same
+   * principal displaces it (no value, or `'superseded'`), or with the reason its principal's
+   * streams were ended for (`'revoked'`, see {@link PrincipalCap.revoke}).
+   */
+  readonly superseded$: Observable<CloseReason | void>;
   /** Removes the stream from its principal's count; idempotent. Call when the stream ends. */
   release(): void;
 }
@@ -25,6 +30,14 @@ export interface PrincipalCap {
   count(principal: string): number;
   /** Admits a new stream for `principal`; see {@link PrincipalRegistry.admit}. */
   admit(principal: string): Admission;
+  /**
+   * Ends every stream of `principal` admitted through this cap, with `reason` (their
+   * `superseded$` emits it), and stops counting them; a cap shared by a fleet does so on every
+   * node. Optional: without it an endpoint ends its own streams of the principal, on its node only.
+   * A cap that tells other nodes may return a Promise, rejected when it could not.
+   * @param reason defaults to `'revoked'`.
+   */
+  revoke?(principal: string, reason?: CloseReason): void | Promise<void>;
 }
 
 /**
@@ -32,12 +45,12 @@ export interface PrincipalCap {
  * stream attaches to it without subscribing): one object per stream, 10 000 idle streams hold one
  * each. Once released it holds nothing of its subscribers.
  */
-class Entry extends Broadcast<void> implements Admission {
+class Entry extends Broadcast<CloseReason | void> implements Admission {
   constructor(private readonly streams: PrincipalStreams) {
     super();
   }
 
-  get superseded$(): Observable<void> {
+  get superseded$(): Observable<CloseReason | void> {
     return this;
   }
 
@@ -45,9 +58,9 @@ class Entry extends Broadcast<void> implements Admission {
     this.streams.registry.remove(this.streams.principal, this);
   }
 
-  /** Tells the stream (once, when `displaced`) and completes the signal: a later subscriber only gets the completion. */
-  end(displaced: boolean): void {
-    if (displaced) this.next();
+  /** Tells the stream why it must end (once, when there is a `reason`) and completes the signal: a later subscriber only gets the completion. */
+  end(reason: CloseReason | undefined): void {
+    if (reason !== undefined) this.next(reason);
     this.complete();
   }
 }
@@ -115,8 +128,24 @@ export class PrincipalRegistry implements PrincipalCap {
       live.delete(old);
       displaced.push(old);
     }
-    for (const old of displaced) old.end(true);
+    for (const old of displaced) old.end('superseded');
     return entry;
+  }
+
+  /**
+   * Ends every live stream of `principal`: each stops counting at once and is told `reason`
+   * through its `superseded$` (its stream closes with that reason).
+   * @param principal the principal's key.
+   * @param reason defaults to `'revoked'`.
+   */
+  revoke(principal: string, reason: CloseReason = 'revoked'): void {
+    const live = this.#streams.get(principal);
+    if (live === undefined) return;
+    this.#streams.delete(principal);
+    // All stop counting before any is told (a told stream may admit another).
+    const ended = [...live];
+    live.clear();
+    for (const entry of ended) entry.end(reason);
   }
 
   /**
@@ -128,6 +157,6 @@ export class PrincipalRegistry implements PrincipalCap {
     // Released twice, or displaced already (no longer counted).
     if (live === undefined || !live.delete(entry)) return;
     if (live.size === 0) this.#streams.delete(principal);
-    entry.end(false);
+    entry.end(undefined);
   }
 }

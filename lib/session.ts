@@ -1,3 +1,5 @@
+import type { CloseReason } from './frame.js';
+
 /**
  * The durable record of a legacy session (protocol revisions 2025-03-26 to 2025-11-25): what
  * outlives a connection, and what any node serving the session can read (DESIGN L1, L4, L8).
@@ -26,13 +28,16 @@ export type SessionChanges = Partial<Pick<SessionRecord, 'subscriptions' | 'last
  *   subscriptions for it ends and releases them (its subscriptions live with its stream);
  * - `subscribe` / `unsubscribe`: a POST served elsewhere changed the subscription to `uri`; the
  *   node holding the stream establishes or drops it;
- * - `ended`: the session was deleted or evicted; every node forgets it.
+ * - `ended`: the session was deleted or evicted; every node forgets it;
+ * - `revoke`: every session of `principal` ends, on every node (their GET streams end with
+ *   `reason`, their records are removed); published with the session id `''`, as it names none.
  */
 export type SessionCommand =
   | { readonly kind: 'claimed'; readonly node: string }
   | { readonly kind: 'subscribe'; readonly uri: string }
   | { readonly kind: 'unsubscribe'; readonly uri: string }
-  | { readonly kind: 'ended' };
+  | { readonly kind: 'ended' }
+  | { readonly kind: 'revoke'; readonly principal: string; readonly reason: CloseReason };
 
 /**
  * Relays {@link SessionCommand}s between the nodes of a fleet, so that a session's POSTs and its

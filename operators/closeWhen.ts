@@ -2,7 +2,7 @@ import { Observable, Subject, type MonoTypeOperatorFunction } from 'rxjs';
 import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
 import type { Clock, ClockEntry } from '../lib/clock.js';
 import { InvalidOptionError } from '../lib/errors.js';
-import { controlFrame, type CloseReason, type Frame } from '../lib/frame.js';
+import { controlFrame, isCloseReason, type CloseReason, type Frame } from '../lib/frame.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
 import type { CloseNoticeMode } from '../lib/options.js';
 import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
@@ -230,6 +230,17 @@ export function listenClosingFrames(requestId: JsonRpcId, mode: CloseNoticeMode,
   return [cancelled, result];
 }
 
+/** The tag of the stream's own principal signal (its `supersede$`) when it is subscribed. */
+const PRINCIPAL_SIGNAL: unique symbol = Symbol('principal signal');
+
+/**
+ * The reason a principal's signal closes its stream with: the value itself when it is a close
+ * reason (`'revoked'`), else `superseded` (a supersede signal emits `undefined`).
+ */
+function principalReason(value: unknown): CloseReason {
+  return isCloseReason(value) ? value : 'superseded';
+}
+
 /**
  * The logic of `closeWhen` and of every built-in trigger: it watches the frames (idle window,
  * your own triggers), holds the earliest deadline as its own entry on the shared {@link Clock}
@@ -237,12 +248,13 @@ export function listenClosingFrames(requestId: JsonRpcId, mode: CloseNoticeMode,
  * stages before) and sends the closing frames, then ends the stream.
  *
  * A stream brings what is its own: the request its closing frames answer, its credential's expiry
- * (reason `token_expired`, after the plan's deadlines on a tie) and its supersede signal (reason
- * `superseded`, followed before the plan's signals). Ties keep the order of the listen
- * composition: lifetime, token expiry, idle, superseded, shutdown.
+ * (reason `token_expired`, after the plan's deadlines on a tie) and its principal's signal (reason
+ * `superseded`, or the close reason it emits, such as `revoked`; followed before the plan's
+ * signals). Ties keep the order of the listen composition: lifetime, token expiry, idle,
+ * superseded, shutdown. `close(reason)` ends it from outside (what `McpEndpoint.closeStream` does).
  * @internal
  */
-export class CloseStage extends Stage<Frame, Frame | CloseReason> implements ClockEntry, BroadcastTarget, SubscriptionReceiver<unknown, CloseReason | undefined> {
+export class CloseStage extends Stage<Frame, Frame | CloseReason> implements ClockEntry, BroadcastTarget, SubscriptionReceiver<unknown, CloseReason | typeof PRINCIPAL_SIGNAL | undefined> {
   due = 0;
   slot = -1;
   seq = 0;
@@ -263,11 +275,14 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
    * @param plan what the stream shares with the others.
    * @param requestId the listen request this stream's closing frames answer (else the plan's).
    * @param expiresAt when the stream's credential expires, in milliseconds since the epoch.
-   * @param supersede$ emits when a newer stream of the same principal displaces this one.
+   * @param supersede$ the stream's own signal from its principal's cap: emits when a newer stream
+   *   of the same principal displaces this one (reason `superseded`), or with the close reason
+   *   itself when the stream is ended for another reason of its principal's (`'revoked'`).
    */
   constructor(
     private readonly plan: ClosePlan,
-    private readonly requestId?: JsonRpcId,
+    /** The listen request this stream's closing frames answer (else the plan's). */
+    readonly requestId?: JsonRpcId,
     private readonly expiresAt?: number,
     private readonly supersede$?: Observable<unknown>,
   ) {
@@ -278,12 +293,22 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     this.chain = chain;
   }
 
+  /**
+   * When the stream last passed a notification on (to be written or queued), in milliseconds
+   * since the epoch; when it opened if none yet. `undefined` for a stream without an idle window
+   * (a legacy GET stream), which does not keep the time.
+   */
+  get lastNotificationAt(): number | undefined {
+    const idle = this.plan.idle;
+    return idle === undefined ? undefined : this.lastActivity + idle.clock.origin;
+  }
+
   override open(): void {
     const { deadlines, idle, signals, signalReasons, custom, attach, clock } = this.plan;
     if (idle !== undefined) this.lastActivity = idle.clock.elapsed();
     if (clock !== undefined) this.openDeadlines(clock, deadlines);
     const supersede$ = this.supersede$;
-    if (supersede$ !== undefined) this.follow(supersede$, 'superseded', supersede$ instanceof Broadcast);
+    if (supersede$ !== undefined) this.follow(supersede$, PRINCIPAL_SIGNAL, supersede$ instanceof Broadcast);
     for (let i = 0; i < signals.length && !this.closing; i++) {
       const signal$ = signals[i]!;
       this.follow(signal$, signalReasons[i]!, attach[i]! && signal$ !== supersede$);
@@ -318,9 +343,9 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     if (due !== Number.POSITIVE_INFINITY) clock.add(this, due);
   }
 
-  private follow(signal$: Observable<unknown>, reason: CloseReason, attach: boolean): void {
+  private follow(signal$: Observable<unknown>, reason: CloseReason | typeof PRINCIPAL_SIGNAL, attach: boolean): void {
     if (attach) (signal$ as Broadcast<unknown>).attach(this);
-    else (this.others ??= []).push(signal$.subscribe(new BareSubscriber<unknown, CloseReason | undefined>(this, reason)));
+    else (this.others ??= []).push(signal$.subscribe(new BareSubscriber<unknown, CloseReason | typeof PRINCIPAL_SIGNAL | undefined>(this, reason)));
   }
 
   push(frame: Frame): void {
@@ -343,15 +368,18 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     this.close(this.deadlineReason);
   }
 
-  onBroadcast(source: Observable<unknown>): void {
-    if (source === this.supersede$) return this.close('superseded');
+  onBroadcast(source: Observable<unknown>, value: unknown): void {
+    if (source === this.supersede$) return this.close(principalReason(value));
     const i = this.plan.signals.indexOf(source);
     if (i >= 0) this.close(this.plan.signalReasons[i]!);
   }
 
-  /** A value of a subscribed signal (`reason`), or of a trigger of your own (the value is the reason). */
-  onValue(value: unknown, reason: CloseReason | undefined): void {
-    this.close(reason ?? (value as CloseReason));
+  /**
+   * A value of a subscribed signal (`reason`; the stream's principal signal says its own), or of a
+   * trigger of your own (the value is the reason).
+   */
+  onValue(value: unknown, reason: CloseReason | typeof PRINCIPAL_SIGNAL | undefined): void {
+    this.close(reason === PRINCIPAL_SIGNAL ? principalReason(value) : (reason ?? (value as CloseReason)));
   }
 
   /** A signal or a trigger of your own errored: so does the stream. */

@@ -190,6 +190,26 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
     super();
   }
 
+  /** Frames held for the busy sink now. */
+  get queuedFrames(): number {
+    return this.pending?.length ?? 0;
+  }
+
+  /** Bytes of the frames held now, as they will be written. */
+  get queuedBytes(): number {
+    return this.pending?.bytes ?? 0;
+  }
+
+  /** Notifications dropped for this stream since it opened (its queue was full). */
+  get dropped(): number {
+    return this.pending?.dropped ?? 0;
+  }
+
+  /** Notifications discarded for this stream since it opened because an identical one was held. */
+  get coalesced(): number {
+    return this.pending?.coalesced ?? 0;
+  }
+
   override open(): void {
     const { demand$ } = this;
     if (demand$ instanceof Broadcast) demand$.attach(this);
@@ -328,6 +348,10 @@ export class PendingFrames {
   private notifications = 0;
   /** Bytes of the frames held, as they will be written. */
   bytes = 0;
+  /** Notifications dropped since the queue was made (never reset: the stream's total). */
+  dropped = 0;
+  /** Notifications discarded since the queue was made because an identical one was held. */
+  coalesced = 0;
 
   constructor(
     private readonly limit: number,
@@ -349,10 +373,12 @@ export class PendingFrames {
     if (frame.type === 'message' && frame.priority === 'notification') {
       const key = frame.coalesceKey;
       if (key !== undefined && this.keys?.has(key) === true) {
+        this.coalesced++;
         accountQueue(0, 0, 1);
         return false;
       }
       if (this.notifications >= this.limit || this.bytes + size > this.maxBytes) {
+        this.dropped++;
         this.onDrop?.(frame, this.notifications, this.bytes);
         return false;
       }

@@ -25,7 +25,11 @@ export interface ListenPipelineInit {
   readonly options?: Partial<ListenOptions>;
   /** When the caller's credential expires, in milliseconds since the epoch; the stream closes then with `token_expired` if that is before its lifetime cap. Default: never. */
   readonly expiresAt?: number;
-  /** Emits when a newer listen of the same principal displaces this one (reason `superseded`). */
+  /**
+   * Emits when a newer listen of the same principal displaces this one (reason `superseded`); a
+   * value that is a close reason closes with that reason instead (`'revoked'`: the application
+   * ended the principal's streams, see `PrincipalCap.revoke`).
+   */
   readonly supersede$?: Observable<unknown>;
   /** Emits when the server shuts down (reason `shutdown`). */
   readonly shutdown$?: Observable<unknown>;
@@ -181,6 +185,34 @@ export interface ListenValues {
   readonly supersede$?: Observable<unknown> | undefined;
   readonly shutdown$?: Observable<unknown> | undefined;
   readonly demand$?: Observable<boolean> | undefined;
+  /** Who keeps the stream for inspection (the endpoint's registry of open streams). */
+  readonly watcher?: StreamWatcher | undefined;
+}
+
+/**
+ * What an open listen stream tells about itself: its telemetry stage, which holds its filter, when
+ * it opened, its close stage and its queue. The endpoint reads it for its snapshot and closes the
+ * stream through it. @internal
+ */
+export interface ListenStatus {
+  readonly filter: ListenFilter;
+  /** When the stream opened, in milliseconds since the epoch (its scheduler's time). */
+  openedAt(): number;
+  /** How it ended or is ending, and the way to end it now (a served stream's {@link CloseStage}). */
+  readonly close: StreamEnd;
+  /** Its queue for a busy client (a served stream's {@link QueueStage}). */
+  readonly queue: QueueStage | undefined;
+}
+
+/**
+ * Told about one stream's life by its telemetry stage (a per-stream value, like its signals):
+ * `watch` as the stream is assembled, `started` when it opens, `stopped` when it ends (before what
+ * it holds is released). @internal
+ */
+export interface StreamWatcher {
+  watch(status: ListenStatus): void;
+  started(status: ListenStatus): void;
+  stopped(status: ListenStatus, reason: StopReason, duration: number): void;
 }
 
 /** The per-stream values of `init`, checked under their own names. */
@@ -203,13 +235,14 @@ function listenValues(init: ListenPipelineInit): ListenValues {
  */
 export function listenStages(plans: ListenPlans, stream: ListenValues): Stage<any, any>[] {
   const close = new CloseStage(plans.close, stream.requestId, stream.expiresAt, stream.supersede$);
+  const queue = new QueueStage(plans.queue, stream.demand$);
   return [
     new AckStage(controlFrame(acknowledgedNotification(stream.filter))),
     new KeepAliveStage(plans.keepAlive),
     close,
     new TagStage(stream.requestId),
-    new QueueStage(plans.queue, stream.demand$),
-    new TelemetryStage(plans.clock, stream.filter, close),
+    queue,
+    new TelemetryStage(plans.clock, stream.filter, close, queue, stream.watcher),
   ];
 }
 
@@ -229,41 +262,60 @@ export function servedListen(hub: Hub, plans: ListenPlans, stream: ListenValues,
  * registers nothing and holds no time. @internal
  */
 export function completedListen(plans: ListenPlans, stream: ListenValues): Observable<Frame> {
-  const ended: StreamEnd = { reason: 'empty_filter', failed: false };
+  const ended: StreamEnd = { reason: 'empty_filter', failed: false, lastNotificationAt: undefined };
   return from(listenClosingFrames(stream.requestId, 'result-only', 'empty_filter')).pipe(
     stageOperator<Frame, Frame>(() => [
       new AckStage(controlFrame(acknowledgedNotification(stream.filter))),
       new TagStage(stream.requestId),
-      new TelemetryStage(plans.clock, stream.filter, ended),
+      new TelemetryStage(plans.clock, stream.filter, ended, undefined, stream.watcher),
     ]),
   );
 }
 
-/** How a stream ended, as its telemetry reports it (a {@link CloseStage} says so). */
-interface StreamEnd {
+/** How a stream ended or is ending, as its telemetry reports it (a {@link CloseStage} says so), and how to end it. @internal */
+export interface StreamEnd {
   readonly reason: CloseReason | undefined;
   readonly failed: boolean;
+  /** The listen request the closing frames answer (a served stream's). */
+  readonly requestId?: JsonRpcId | undefined;
+  /** See {@link CloseStage.lastNotificationAt}. */
+  readonly lastNotificationAt: number | undefined;
+  /** Ends the stream now with its closing frames (a served stream's close stage); idempotent. */
+  close?(reason: CloseReason): void;
 }
 
-/** Publishes the stream's `start` when it opens and its `stop` (with the reason) when it ends. */
-class TelemetryStage extends Stage<Frame> {
-  private openedAt = 0;
+/**
+ * Publishes the stream's `start` when it opens and its `stop` (with the reason) when it ends, and
+ * tells its watcher (the endpoint's registry); the watcher reads the stream's state through it
+ * ({@link ListenStatus}).
+ */
+class TelemetryStage extends Stage<Frame> implements ListenStatus {
+  // Milliseconds after the clock's origin: a small integer kept in the object.
+  private startedAt = 0;
 
   constructor(
     private readonly clock: Clock,
-    private readonly filter: ListenFilter,
-    private readonly close: StreamEnd,
+    readonly filter: ListenFilter,
+    readonly close: StreamEnd,
+    readonly queue: QueueStage | undefined,
+    private readonly watcher: StreamWatcher | undefined,
   ) {
     super();
+    watcher?.watch(this);
+  }
+
+  openedAt(): number {
+    return this.startedAt + this.clock.origin;
   }
 
   override open(): void {
     const { clock } = this;
-    this.openedAt = clock.elapsed();
+    this.startedAt = clock.elapsed();
     if (channels.start.hasSubscribers) {
       const { filter } = this;
-      channels.start.publish({ systemTime: this.openedAt + clock.origin, resourceSubscriptions: filter.resourceSubscriptions?.length ?? 0, filters: filterNames(filter) });
+      channels.start.publish({ era: 'modern', systemTime: this.openedAt(), resourceSubscriptions: filter.resourceSubscriptions?.length ?? 0, filters: filterNames(filter) });
     }
+    this.watcher?.started(this);
   }
 
   push(frame: Frame): void {
@@ -271,9 +323,12 @@ class TelemetryStage extends Stage<Frame> {
   }
 
   override dispose(): void {
-    if (!channels.stop.hasSubscribers) return;
+    const { watcher } = this;
+    if (watcher === undefined && !channels.stop.hasSubscribers) return;
     const reason: StopReason = this.close.reason ?? (this.close.failed ? 'error' : 'client_closed');
-    channels.stop.publish({ duration: this.clock.elapsed() - this.openedAt, filters: filterNames(this.filter), reason });
+    const duration = this.clock.elapsed() - this.startedAt;
+    if (channels.stop.hasSubscribers) channels.stop.publish({ era: 'modern', duration, filters: filterNames(this.filter), reason });
+    watcher?.stopped(this, reason, duration);
   }
 }
 

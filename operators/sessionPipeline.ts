@@ -167,6 +167,13 @@ export interface SessionValues {
   readonly expiresAt?: number | undefined;
   readonly supersede$?: Observable<unknown> | undefined;
   readonly demand$: Observable<boolean>;
+  /** Who keeps the stream for inspection (the endpoint's session): told the stream's close and queue stages as it is assembled. */
+  readonly watcher?: SessionStreamWatcher | undefined;
+}
+
+/** Told a GET stream's close and queue stages as the stream is assembled (a per-stream value). @internal */
+export interface SessionStreamWatcher {
+  watch(close: CloseStage, queue: QueueStage): void;
 }
 
 /**
@@ -180,11 +187,10 @@ export function sessionStages(plans: SessionPlans, stream: SessionValues, restor
   // Without Last-Event-ID there is nothing to replay and no seam to cut: no replay stage.
   if (stream.lastEventId !== undefined) stages.push(new ReplayStage(stream.lastEventId, stream.log));
   if (stream.prime !== false) stages.push(new PrimeStage(plans.prime, stream.lastEventId, stream.log));
-  stages.push(
-    new KeepAliveStage(plans.keepAlive),
-    new CloseStage(plans.close, undefined, stream.expiresAt, stream.supersede$),
-    new QueueStage(plans.queue, stream.demand$),
-  );
+  const close = new CloseStage(plans.close, undefined, stream.expiresAt, stream.supersede$);
+  const queue = new QueueStage(plans.queue, stream.demand$);
+  stream.watcher?.watch(close, queue);
+  stages.push(new KeepAliveStage(plans.keepAlive), close, queue);
   if (restore !== undefined) stages.push(new RestoreStage<Frame>(restore));
   return stages;
 }

@@ -3,70 +3,17 @@
 // description, unit and default, and every flag it lists accepted), --dir that does not exist
 // refused unless --demo, and --redis waiting for Redis while local streams are served.
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
+import { cli, serving } from './helpers/cli.js';
 import { LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
 import { send } from './helpers/legacy.js';
 import { startRedis } from './helpers/redis.js';
-
-const CLI = fileURLToPath(new URL('../dist/adapters/cli.js', import.meta.url));
-
-interface Run {
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  out(): string;
-  err(): string;
-  /** Resolves with the time (ms since spawn) `text` first appeared on stdout; rejects after `ms`. */
-  waitFor(text: string | RegExp, ms?: number): Promise<number>;
-}
-
-function cli(args: string[]): Run {
-  assert.ok(existsSync(CLI), `${CLI} is missing: run npm run build (npm test does)`);
-  const started = Date.now();
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const seen: { test: (text: string) => boolean; resolve: (at: number) => void }[] = [];
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-    for (const waiter of [...seen]) {
-      if (waiter.test(stdout)) {
-        seen.splice(seen.indexOf(waiter), 1);
-        waiter.resolve(Date.now() - started);
-      }
-    }
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  // 'close', not 'exit': only then has everything the child wrote to its pipes been read.
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  return {
-    child,
-    exited,
-    out: () => stdout,
-    err: () => stderr,
-    waitFor: (text, ms = 10_000) => {
-      const matches = (all: string) => (typeof text === 'string' ? all.includes(text) : text.test(all));
-      if (matches(stdout)) return Promise.resolve(Date.now() - started);
-      return new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${String(text)}; stdout:\n${stdout}\nstderr:\n${stderr}`)), ms);
-        seen.push({
-          test: matches,
-          resolve: (at) => {
-            clearTimeout(timer);
-            resolve(at);
-          },
-        });
-      });
-    },
-  };
-}
 
 /** The `--flag` names of a help text's flag lines. */
 const flagsOf = (help: string) => [...help.matchAll(/^ {2}(?:-\w, )?--([a-z-]+)/gm)].map((match) => match[1]!);
@@ -141,21 +88,6 @@ test('serve --dir that does not exist: exit code 2 naming it, nothing created; w
   }
 });
 
-/** Starts `serve --port 0 --demo` in a temp directory with `args`; `body` gets its URL. Always stops it. */
-async function serving(args: string[], body: (url: string) => Promise<void>): Promise<void> {
-  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-serve-'));
-  const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', ...args]);
-  try {
-    await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
-    await body(/^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!);
-    run.child.kill('SIGTERM');
-    assert.equal(await run.exited, 0, run.err());
-  } finally {
-    run.child.kill('SIGKILL');
-    await rm(root, { recursive: true, force: true });
-  }
-}
-
 /** Runs `serve` with `args`, which it must refuse: exit code 2 and one line starting with `start`. */
 async function refused(args: string[], start: string): Promise<void> {
   const run = cli(['serve', '--port', '0', '--demo', ...args]);
@@ -170,7 +102,7 @@ test('serve --trust-proxy: a hop count or proxy addresses; anything else (true t
 });
 
 test('serve --trust-proxy 1 reaches the endpoint: clients forwarded by the proxy are principals of their own', async () => {
-  await serving(['--trust-proxy', '1', '--max-listens-per-principal', '1'], async (url) => {
+  await serving(['--trust-proxy', '1', '--max-listens-per-principal', '1'], async ({ url }) => {
     const open = async (client: string) => {
       const conn = await SseConnection.open(url, listenBody(1, { toolsListChanged: true }), { ...LISTEN_HEADERS, 'x-forwarded-for': client });
       await conn.until((c) => c.messages.length >= 1, 3000, 'the acknowledgment');
@@ -196,10 +128,10 @@ test('serve --cors-origins: * or origins; anything else, or * with --token-secre
 test('serve --cors-origins reaches the endpoint: a listed page is answered with CORS and passes the loopback Origin check', async () => {
   const preflight = async (url: string) =>
     send(url, 'OPTIONS', { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
-  await serving([], async (url) => {
+  await serving([], async ({ url }) => {
     assert.equal((await preflight(url)).status, 403, 'without the flag a foreign Origin is refused on loopback');
   });
-  await serving(['--cors-origins', 'https://app.example, http://localhost:5173'], async (url) => {
+  await serving(['--cors-origins', 'https://app.example, http://localhost:5173'], async ({ url }) => {
     const answer = await preflight(url);
     assert.equal(answer.status, 204);
     assert.equal(answer.headers['access-control-allow-origin'], 'https://app.example');
@@ -244,15 +176,15 @@ test('serve --redis with no Redis there: says it waits at once, serves local lis
   const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', '--redis', redis, '--redis-timeout', '3000']);
   try {
     const listening = await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
-    const waiting = await run.waitFor(`fleet: waiting for Redis at ${redis} `);
+    const waiting = await run.waitForErr(`waiting for Redis at ${redis}; local streams are served meanwhile`);
     assert.ok(waiting - listening < 1000, `"waiting" came ${waiting - listening} ms after the listening line`);
     const url = /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!;
     const { status, first } = await listenOnce(url);
     assert.equal(status, 200);
     assert.match(first, /notifications\/subscriptions\/acknowledged/);
     assert.equal(await run.exited, 1);
-    assert.equal(run.err(), `mcp-rx-streams: Redis at ${redis} did not answer within 3000 ms (--redis-timeout); is it running?\n`);
-    assert.doesNotMatch(run.out(), /fleet: up/);
+    assert.match(run.err(), new RegExp(`\\] ERROR: Redis at ${redis} did not answer within 3000 ms \\(--redis-timeout\\); is it running\\?`));
+    assert.doesNotMatch(run.err(), /connected to Redis/);
   } finally {
     run.child.kill('SIGKILL');
     await rm(root, { recursive: true, force: true });
@@ -265,10 +197,9 @@ test('serve --redis: Redis started after the node says the fleet is up, and the 
   await redis.stop();
   const run = cli(['serve', '--port', '0', '--dir', path.join(root, 'data'), '--demo', '--redis', redis.url, '--redis-timeout', '60000']);
   try {
-    await run.waitFor(`fleet: waiting for Redis at ${redis.url} `);
+    await run.waitForErr(`waiting for Redis at ${redis.url}`);
     await redis.restart();
-    await run.waitFor(new RegExp(`^fleet: up: Redis at ${redis.url} answered after \\d+ ms$`, 'm'), 15_000);
-    await run.waitFor(/^fleet: redis up \(/m);
+    await run.waitForErr(new RegExp(`INFO: connected to Redis at ${redis.url} after \\d+ ms`), 15_000);
     run.child.kill('SIGTERM');
     assert.equal(await run.exited, 0, run.err());
   } finally {

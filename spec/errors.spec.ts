@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as client from '../client.js';
 import * as main from '../index.js';
 import * as metrics from '../adapters/metrics/index.js';
+import * as otel from '../adapters/otel/index.js';
 import * as redis from '../adapters/redis/index.js';
 import * as cluster from '../adapters/cluster/index.js';
 import { ResourceTooLargeError } from '../adapters/reference/files.js';
@@ -37,6 +38,7 @@ const SAMPLES = new Map<ErrorClass, () => Error>([
   [client.ListenClientError, () => new client.ListenClientError('the server answered 404', { status: 404, body: 'not found' })],
   [cluster.ClusterError, () => new cluster.ClusterError('store.create', 'the machine holds maxSessions (2) sessions', true)],
   [cluster.SharedSlotsError, () => new cluster.SharedSlotsError()],
+  [main.RevokeRelayError, () => new main.RevokeRelayError({ streams: 2, sessions: 1 }, new Error('Redis is not connected'))],
   // Not exported from an entry, but thrown by the endpoint and the reference server.
   [HttpError, () => new HttpError(404, new JsonRpcError(-32001, 'session not found'))],
   [ResourceTooLargeError, () => new ResourceTooLargeError('file:///big', 9, 8)],
@@ -45,7 +47,7 @@ const SAMPLES = new Map<ErrorClass, () => Error>([
 /** Every exported class whose instances are Errors. */
 function exportedErrorClasses(): ErrorClass[] {
   const found = new Set<ErrorClass>();
-  for (const entry of [main, client, metrics, redis, cluster] as Record<string, unknown>[]) {
+  for (const entry of [main, client, metrics, otel, redis, cluster] as Record<string, unknown>[]) {
     for (const value of Object.values(entry)) {
       if (typeof value === 'function' && value.prototype instanceof Error) found.add(value as ErrorClass);
     }

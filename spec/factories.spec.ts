@@ -21,6 +21,7 @@ import * as redis from '../adapters/redis/index.js';
 import * as cluster from '../adapters/cluster/index.js';
 import * as sdk from '../adapters/sdk/index.js';
 import * as ws from '../adapters/channel/ws.js';
+import * as otel from '../adapters/otel/index.js';
 import * as reference from '../adapters/reference/server.js';
 import { InvalidOptionError } from '../lib/errors.js';
 
@@ -56,6 +57,9 @@ const url = 'http://127.0.0.1:9/mcp';
 const noop = () => undefined;
 const sender = { sendResourceUpdated: async () => undefined };
 const sdkHandler = { fetch: async () => new Response(null) };
+const silentLogger = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+const meter = { createObservableGauge: () => ({}), createCounter: () => ({}) } as never;
+const tracer = { startSpan: () => ({}) } as never;
 const fakeSocket = { readyState: 1, send: () => undefined, close: () => undefined, on: () => undefined, off: () => undefined };
 const redisUrl = 'redis://127.0.0.1:9';
 // A reference server that accepted wrong options would serve this folder, on a free port.
@@ -224,6 +228,12 @@ const ENTRIES: readonly Entry[] = [
       restoreSubscriptions: [{ what: 'no subscribe', call: () => main.restoreSubscriptions([], undefined as never), option: 'restoreSubscriptions subscribe' }],
       tagSubscriptionId: [{ what: 'an object id', call: () => main.tagSubscriptionId({} as never), option: 'tagSubscriptionId id' }],
       withEventIds: [{ what: 'no log', call: () => main.withEventIds(undefined as never), option: 'withEventIds log' }],
+      logTo: [
+        { what: 'no logger', call: () => main.logTo(undefined as never), option: 'logger' },
+        { what: 'console.log instead of a logger', call: () => main.logTo(console.log as never), option: 'logger' },
+        { what: 'an unknown option', call: () => main.logTo(silentLogger, { dropWarnings: 1 } as never), option: 'dropWarnings' },
+        { what: 'dropWarningInterval negative', call: () => main.logTo(silentLogger, { dropWarningInterval: -1 }), option: 'dropWarningInterval' },
+      ],
       // Message channels (adapters/channel/).
       channelPair: [
         { what: 'options a number', call: () => main.channelPair(65_536 as never), option: 'channelPair options' },
@@ -251,6 +261,7 @@ const ENTRIES: readonly Entry[] = [
       ],
     },
     notFactories: {
+      isCloseReason: DATA,
       MemorySessionStore: NO_ARGUMENTS,
       queueTotals: NO_ARGUMENTS,
       acceptsEventStream: DATA,
@@ -402,6 +413,23 @@ const ENTRIES: readonly Entry[] = [
         { what: 'a Hub instead of the endpoint', call: () => sdk.sdkStdio({ endpoint: hub as never, connect: () => undefined }), option: 'endpoint', says: /new McpEndpoint\(\{ hub \}\)/ },
         { what: 'connect not a function', call: () => sdk.sdkStdio({ endpoint, connect: 'x' as never }), option: 'connect' },
         { what: 'an unknown option', call: () => sdk.sdkStdio({ endpoint, connect: () => undefined, stdin: process.stdin } as never), option: 'stdin' },
+      ],
+    },
+    notFactories: {},
+  },
+  {
+    name: 'mcp-rx-streams/otel',
+    module: otel,
+    factories: {
+      collectOtelMetrics: [
+        { what: 'no meter', call: () => otel.collectOtelMetrics(undefined as never, endpoint), option: 'collectOtelMetrics meter' },
+        { what: 'a Hub instead of the endpoint', call: () => otel.collectOtelMetrics(meter, hub as never), option: 'collectOtelMetrics endpoint', says: /new McpEndpoint\(\{ hub \}\)/ },
+        { what: 'an unknown option', call: () => otel.collectOtelMetrics(meter, endpoint, { prefx: 'app.' } as never), option: 'prefx' },
+        { what: 'a prefix with a space', call: () => otel.collectOtelMetrics(meter, endpoint, { prefix: 'my app.' }), option: 'prefix' },
+      ],
+      traceListens: [
+        { what: 'no tracer', call: () => otel.traceListens(undefined as never), option: 'traceListens tracer' },
+        { what: 'spanUntil another value', call: () => otel.traceListens(tracer, { spanUntil: 'end' as never }), option: 'spanUntil' },
       ],
     },
     notFactories: {},

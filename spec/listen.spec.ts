@@ -89,7 +89,7 @@ test('token expiry before the lifetime cap closes with token_expired and reports
     assert.deepEqual(closing.map((f) => f.type === 'message' && f.closeReason), ['token_expired', 'token_expired']);
   });
   channels.stop.unsubscribe(onStop);
-  assert.deepEqual(stops, [{ duration: 90_000, filters: [], reason: 'token_expired' }]);
+  assert.deepEqual(stops, [{ era: 'modern', duration: 90_000, filters: [], reason: 'token_expired' }]);
 });
 
 test('an empty filter still opens a stream that lives until a close reason', () => {

@@ -22,7 +22,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'replayBuffer.ts': ['loggedFrame', 'stamp'],
   'slots.ts': ['isShared'],
   'subscribers.ts': ['BareSubscriber', 'LeanSubscriber'],
-  'telemetry.ts': ['accountQueue', 'reportError'],
+  'telemetry.ts': ['accountQueue', 'reportError', 'reportTrace'],
   'turn.ts': ['currentTurn'],
   'validate.ts': [
     'arrayOf', 'boolean', 'callback', 'endpoint', 'epochMs', 'flags', 'functions', 'httpUrl', 'hub', 'implementing', 'isHub', 'knownKeys',

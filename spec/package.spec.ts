@@ -2,7 +2,7 @@
 // tarball installed into a scratch project next to its peer dependencies, then what a user does
 // with it: ESM import and CJS require() of every entry, TypeScript under node16, bundler and
 // nodenext resolution, the bin, the main entry loading neither undici nor ioredis nor jose nor
-// prom-client, and a missing optional peer reported by name.
+// prom-client nor pino nor OpenTelemetry, and a missing optional peer reported by name.
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
@@ -13,7 +13,7 @@ import { test } from 'uvu';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './sdk', './ws'] as const;
+const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './otel', './sdk', './ws'] as const;
 const specifier = (entry: string) => (entry === '.' ? 'mcp-rx-streams' : `mcp-rx-streams/${entry.slice(2)}`);
 
 let work: string;
@@ -58,7 +58,7 @@ test.before(async () => {
   app = path.join(work, 'app');
   await mkdir(app);
   await writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'scratch', version: '1.0.0', private: true, type: 'module' }));
-  const peers = await Promise.all(['rxjs', 'ioredis', 'prom-client', '@types/node'].map(async (name) => `${name}@${await versionOf(name)}`));
+  const peers = await Promise.all(['rxjs', 'ioredis', 'prom-client', '@opentelemetry/api', '@types/node'].map(async (name) => `${name}@${await versionOf(name)}`));
   await ok('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', path.join(work, report.filename), ...peers], app);
   installed = path.join(app, 'node_modules/mcp-rx-streams');
 });
@@ -99,7 +99,7 @@ test('package.json: metadata, peers, and an exports map with types/import/defaul
   assert.equal(manifest.peerDependencies.rxjs, '^7.8.0');
   assert.equal(manifest.dependencies.rxjs, undefined);
   assert.equal(manifest.dependencies.ioredis, undefined);
-  assert.deepEqual(manifest.peerDependenciesMeta, { ioredis: { optional: true }, 'prom-client': { optional: true }, ws: { optional: true } });
+  assert.deepEqual(manifest.peerDependenciesMeta, { '@opentelemetry/api': { optional: true }, ioredis: { optional: true }, 'prom-client': { optional: true }, ws: { optional: true } });
   assert.deepEqual(Object.keys(manifest.exports).sort(), [...ENTRIES, './package.json'].sort());
   for (const entry of ENTRIES) {
     const conditions = manifest.exports[entry];
@@ -114,6 +114,7 @@ const EXPECTED: Record<(typeof ENTRIES)[number], string[]> = {
   './redis': ['RedisBus', 'RedisLease', 'RedisSessionStore', 'redisChannels'],
   './cluster': ['clusterPrimary', 'clusterWorker', 'ClusterError'],
   './metrics': ['collectMetrics', 'MissingPeerDependencyError'],
+  './otel': ['collectOtelMetrics', 'traceListens', 'MissingPeerDependencyError'],
   './sdk': ['sdkRouter', 'HubEventBus', 'replayEventStore', 'eventLogStore', 'ResourceUpdates'],
   './ws': ['webSocketServer', 'webSocketChannel', 'serveWebSocket'],
 };
@@ -148,7 +149,7 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
     return packages;
   };
   const main = await reached('dist/index.js');
-  for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client', 'ws']) assert.equal(main.has(heavy), false, `the main entry reaches ${heavy}: ${[...main].join(', ')}`);
+  for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client', 'ws', 'pino', 'pino-pretty', '@opentelemetry/api']) assert.equal(main.has(heavy), false, `the main entry reaches ${heavy}: ${[...main].join(', ')}`);
   assert.ok(main.has('rxjs'));
   assert.ok((await reached('dist/client.js')).has('undici'));
   assert.ok((await reached('dist/adapters/redis/index.js')).has('ioredis'));
@@ -157,11 +158,12 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
   for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client', 'ws']) assert.equal(cluster.has(heavy), false, `the cluster entry reaches ${heavy}: ${[...cluster].join(', ')}`);
   assert.ok((await reached('dist/adapters/metrics/index.js')).has('prom-client'));
   assert.ok((await reached('dist/adapters/channel/ws.js')).has('ws'));
+  assert.ok((await reached('dist/adapters/otel/index.js')).has('@opentelemetry/api'));
   // The SDK entry is typed by shape: it loads no MCP SDK (the scratch project has none) and no ioredis.
   const sdk = await reached('dist/adapters/sdk/index.js');
   assert.deepEqual([...sdk].filter((name) => name.startsWith('@modelcontextprotocol/') || name === 'ioredis'), [], [...sdk].join(', '));
   // And at run time: the CommonJS ones would show in require.cache.
-  const probe = `import { createRequire } from 'node:module'; await import('mcp-rx-streams'); const cache = Object.keys(createRequire(import.meta.url).cache); console.log(JSON.stringify(['undici', 'ioredis', 'prom-client'].filter((name) => cache.some((file) => file.includes('/node_modules/' + name + '/')))));`;
+  const probe = `import { createRequire } from 'node:module'; await import('mcp-rx-streams'); const cache = Object.keys(createRequire(import.meta.url).cache); console.log(JSON.stringify(['undici', 'ioredis', 'prom-client', 'pino', '@opentelemetry/api'].filter((name) => cache.some((file) => file.includes('/node_modules/' + name + '/')))));`;
   await writeFile(path.join(app, 'probe.mjs'), probe);
   assert.equal((await ok(process.execPath, ['probe.mjs'], app)).trim(), '[]');
 });
@@ -173,6 +175,8 @@ import { listen, type ListenClientOptions, type ParsedSseEvent } from ${from('./
 import { RedisBus, type RedisBusOptions } from ${from('./redis')};
 import { clusterPrimary, type ClusterWorker } from ${from('./cluster')};
 import { collectMetrics, type MetricsBridge } from ${from('./metrics')};
+import { collectOtelMetrics, traceListens, type OtelMetricsBridge } from ${from('./otel')};
+import { metrics, trace } from '@opentelemetry/api';
 import { replayEventStore, sdkRouter, type SdkEventStore, type SdkRouter } from ${from('./sdk')};
 import { webSocketChannel, type WebSocketLike } from ${from('./ws')};
 import { serveStdio, type MessageChannel } from ${from('.')};
@@ -188,13 +192,15 @@ const redis: RedisBusOptions = { redis: 'redis://127.0.0.1:6379' };
 const machine: typeof clusterPrimary = clusterPrimary;
 const worker = (node: ClusterWorker) => new McpEndpoint({ hub: new Hub({ bus: node.bus }), ...node.endpointOptions });
 const bridge: MetricsBridge = collectMetrics(new Registry(), endpoint);
+const otel: OtelMetricsBridge = collectOtelMetrics(metrics.getMeter('check'), endpoint);
+traceListens(trace.getTracer('check')).close();
 const store: SdkEventStore = replayEventStore({ capacity: 10 });
 const router: SdkRouter = sdkRouter({ endpoint, sdk: { fetch: async () => new Response(null, { status: 405 }) } });
 const channel: (socket: WebSocketLike) => MessageChannel = webSocketChannel;
 const stdio: typeof serveStdio = serveStdio;
 // @ts-expect-error a frame is not a number
 const wrong: Frame = 1;
-export { handler, stream, redis, machine, worker, bridge, store, router, channel, stdio, wrong, RedisBus };
+export { handler, stream, redis, machine, worker, bridge, otel, store, router, channel, stdio, wrong, RedisBus };
 export type { ParsedSseEvent };
 `;
   const esm = use((entry) => `'${specifier(entry)}'`);
@@ -219,18 +225,22 @@ test('the bin runs from the installed package', async () => {
   assert.match(help, /^usage: mcp-rx-streams serve \[flags\]/);
 });
 
-test('without ioredis or prom-client, their entries fail naming the package and the command that installs it', async () => {
+test('without ioredis, prom-client or @opentelemetry/api, their entries fail naming the package and the command that installs it', async () => {
   const script = (name: string, body: string) => writeFile(path.join(app, name), body);
   await script('redis.mjs', `try { await import('mcp-rx-streams/redis'); console.log('loaded'); } catch (error) { console.log(error.message); }`);
   await script('metrics.mjs', `import { collectMetrics } from 'mcp-rx-streams/metrics'; try { collectMetrics({}, {}); console.log('ran'); } catch (error) { console.log(error.message); }`);
+  await script('otel.mjs', `import { collectOtelMetrics } from 'mcp-rx-streams/otel'; try { collectOtelMetrics({}, {}); console.log('ran'); } catch (error) { console.log(error.message); }`);
   await script('main.mjs', `const { Hub } = await import('mcp-rx-streams'); new Hub().close(); console.log('main ok');`);
-  for (const name of ['ioredis', 'prom-client']) await rename(path.join(app, 'node_modules', name), path.join(app, 'node_modules', `_${name}`));
+  const peers = ['ioredis', 'prom-client', '@opentelemetry/api'];
+  const aside = (name: string) => path.join(app, 'node_modules', name.replace(/([^/]+)$/, '_$1'));
+  for (const name of peers) await rename(path.join(app, 'node_modules', name), aside(name));
   try {
     assert.equal((await ok(process.execPath, ['redis.mjs'], app)).trim(), 'mcp-rx-streams/redis needs the ioredis package, an optional peer dependency that is not installed: run npm install ioredis');
     assert.equal((await ok(process.execPath, ['metrics.mjs'], app)).trim(), 'mcp-rx-streams/metrics needs the prom-client package, an optional peer dependency that is not installed: run npm install prom-client');
+    assert.equal((await ok(process.execPath, ['otel.mjs'], app)).trim(), 'mcp-rx-streams/otel needs the @opentelemetry/api package, an optional peer dependency that is not installed: run npm install @opentelemetry/api');
     assert.equal((await ok(process.execPath, ['main.mjs'], app)).trim(), 'main ok');
   } finally {
-    for (const name of ['ioredis', 'prom-client']) await rename(path.join(app, 'node_modules', `_${name}`), path.join(app, 'node_modules', name));
+    for (const name of peers) await rename(aside(name), path.join(app, 'node_modules', name));
   }
   assert.ok((await readdir(path.join(app, 'node_modules'))).includes('ioredis'));
 });

@@ -3,17 +3,20 @@ import { Broadcast, type BroadcastTarget } from '../../lib/broadcast.js';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import { authorizeListenFilter, filterNames, type ListenFilter, parseListenFilter, type ResourceAuthorizer, type ServerCapabilities } from '../../lib/filter.js';
-import type { Frame } from '../../lib/frame.js';
+import { isCloseReason, type CloseReason, type Frame } from '../../lib/frame.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
 import { completedListen, type ListenPlans, servedListen } from '../../operators/listenPipeline.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
 import { isShared, type SharedSlots, type Slot, type StreamSlots } from '../../lib/slots.js';
-import { reportError } from '../../lib/telemetry.js';
+import { channels, reportError, type ListenTrace } from '../../lib/telemetry.js';
 import type { ResourceAccess } from './authorize.js';
+import type { ListenStreamInfo, StreamsOptions } from './inspect.js';
+import { OpenListen } from './openListen.js';
 import type { EmptyListen } from './options.js';
 import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
 import { acceptsEventStream, capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
+import { listenTrace, traceAbandoned, traced, traceWatcher } from './trace.js';
 
 /**
  * What the listen streams of an endpoint are built from (the endpoint's resolved options).
@@ -44,7 +47,10 @@ export interface ListenStreamsInit {
  */
 export class ListenStreams {
   readonly #init: ListenStreamsInit;
-  #streams = 0;
+  /** The open listen streams, oldest first. */
+  readonly #open = new Set<OpenListen>();
+  /** The number of the next stream (its snapshot id). */
+  #serial = 0;
   #closed = false;
 
   constructor(init: ListenStreamsInit) {
@@ -53,7 +59,45 @@ export class ListenStreams {
 
   /** Open listen streams. */
   get size(): number {
-    return this.#streams;
+    return this.#open.size;
+  }
+
+  /** One entry per open listen stream, oldest first (see `McpEndpoint.streams`). */
+  snapshot(options: StreamsOptions): ListenStreamInfo[] {
+    const infos: ListenStreamInfo[] = [];
+    for (const stream of this.#open) {
+      const info = stream.info(options);
+      if (info !== undefined) infos.push(info);
+    }
+    return infos;
+  }
+
+  /** Ends the open listen stream `id` (`listen-<n>`) with its closing frames and `reason`; false when there is none. */
+  closeStream(id: string, reason: CloseReason): boolean {
+    for (const stream of this.#open) {
+      if (stream.id !== id) continue;
+      stream.close(reason);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Ends the principal's listen streams with `reason`: through its cap (every stream it admitted,
+   * on every node that shares it, those still being authorized included), then any open stream of
+   * the principal here that is left (a cap without `revoke`). Returns how many were open here.
+   */
+  revoke(principal: string, reason: CloseReason): { readonly streams: number; readonly relayed: Promise<void> } {
+    const mine = [...this.#open].filter((stream) => stream.principal === principal);
+    let relayed: Promise<void> = Promise.resolve();
+    try {
+      const told = this.#init.principals.revoke?.(principal, reason);
+      if (told !== undefined) relayed = Promise.resolve(told);
+    } catch (error) {
+      relayed = Promise.reject(error);
+    }
+    for (const stream of mine) stream.close(reason);
+    return { streams: mine.length, relayed };
   }
 
   /** Later listens get 503, shutting down (the open ones are closed by `shutdown$`). */
@@ -66,17 +110,25 @@ export class ListenStreams {
    * -32602…).
    * @throws HttpError 503 when the server is full (with its retry time) or closed.
    */
-  async listen(
+  listen(id: JsonRpcId, params: Readonly<Record<string, unknown>> | undefined, request: EndpointRequest, context: RequestContext): Promise<EndpointResponse> {
+    // The request's trace context follows it on channels.trace, when someone listens there.
+    if (!channels.trace.hasSubscribers) return this.#admit(id, params, request, context, undefined);
+    const trace = listenTrace(request, params);
+    return traced(trace, () => this.#admit(id, params, request, context, trace));
+  }
+
+  async #admit(
     id: JsonRpcId,
     params: Readonly<Record<string, unknown>> | undefined,
     request: EndpointRequest,
     context: RequestContext,
+    trace: ListenTrace | undefined,
   ): Promise<EndpointResponse> {
     // M1: a listen has no JSON form.
     if (!acceptsEventStream(request.header('accept'))) {
       return jsonError(406, id, new JsonRpcError(ErrorCode.InvalidRequest, 'subscriptions/listen requires Accept: text/event-stream'));
     }
-    return this.open(id, params, context, this.#init.plans);
+    return this.open(id, params, context, this.#init.plans, trace);
   }
 
   /**
@@ -90,6 +142,7 @@ export class ListenStreams {
     params: Readonly<Record<string, unknown>> | undefined,
     context: RequestContext,
     plans: ListenPlans,
+    trace?: ListenTrace,
   ): Promise<EndpointResponse> {
     let filter;
     try {
@@ -131,10 +184,11 @@ export class ListenStreams {
     if (this.#init.emptyListen === 'complete' && filterNames(authorized).length === 0) {
       // Nothing honoured and nothing to hold: the empty acknowledgment and the result, no slot kept.
       pending.abandon();
-      return { kind: 'stream', status: 200, headers: SSE_HEADERS, open: () => completedListen(plans, { requestId: id, filter: authorized }), abandon: noop };
+      const watcher = trace === undefined ? undefined : traceWatcher(trace);
+      return { kind: 'stream', status: 200, headers: SSE_HEADERS, open: () => completedListen(plans, { requestId: id, filter: authorized, watcher }), abandon: trace === undefined ? noop : () => traceAbandoned(trace) };
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
-    return this.#listenResponse(id, authorized, context.auth, pending, lease, plans);
+    return this.#listenResponse(id, authorized, context.auth, pending, lease, plans, trace);
   }
 
   /**
@@ -174,32 +228,38 @@ export class ListenStreams {
     };
   }
 
-  readonly #closeStream = () => {
-    this.#streams--;
-  };
-
   // Apart from listen() so that an open stream's closures hold only what the stream needs, not the
   // request, its body and its context (times 10 000 idle streams).
-  #listenResponse(id: JsonRpcId, filter: ListenFilter, auth: AuthInfo, pending: PendingListen, lease: FeedLease | undefined, plans: ListenPlans): EndpointResponse {
-    const { expiresAt, scopes } = auth;
+  #listenResponse(
+    id: JsonRpcId,
+    filter: ListenFilter,
+    auth: AuthInfo,
+    pending: PendingListen,
+    lease: FeedLease | undefined,
+    plans: ListenPlans,
+    trace: ListenTrace | undefined,
+  ): EndpointResponse {
+    const { expiresAt, scopes, principal } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
         const { hub } = this.#init;
         const { admission, slot } = pending;
-        // Superseded while it was being authorized: it opens and closes at once (ack, then the
-        // closing frames with reason `superseded`), its slot already given back.
-        const late = pending.opened() ? undefined : new Broadcast<void>();
-        const stream = servedListen(hub, plans, { requestId: id, filter, expiresAt, supersede$: late ?? admission.superseded$, demand$ }, scopes);
-        this.#streams++;
-        stream.subscribe(subscriber);
-        late?.next();
+        // Superseded (or revoked) while it was being authorized: it opens and closes at once (ack,
+        // then the closing frames with that reason), its slot already given back.
+        const late = pending.opened() ? undefined : new Broadcast<CloseReason>();
         // Released after the stream's own teardown (added after it subscribed), as `finalize` would;
-        // an object rather than a closure, so that an open stream holds none of this scope.
-        return new StreamRelease(this.#closeStream, admission, slot, lease);
+        // an object rather than a closure, so that an open stream holds none of this scope. It is
+        // also the stream's entry among the open ones, told the stream's state by its telemetry stage.
+        const entry = new OpenListen(this.#open, this.#serial++, principal, admission, slot, lease, trace);
+        const stream = servedListen(hub, plans, { requestId: id, filter, expiresAt, supersede$: late ?? admission.superseded$, demand$, watcher: entry }, scopes);
+        stream.subscribe(subscriber);
+        late?.next(pending.reason);
+        return entry;
       });
     const abandon = () => {
       pending.abandon();
       lease?.release();
+      if (trace !== undefined) traceAbandoned(trace);
     };
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon };
   }
@@ -216,6 +276,8 @@ class PendingListen implements BroadcastTarget {
   // Broadcast: nothing allocated, and it keeps no Subject for the stream's life) or subscribed.
   #watch: Subscription | undefined;
   #displaced = false;
+  /** Why it was displaced before it opened (`superseded`, or what its principal's signal said). */
+  reason: CloseReason = 'superseded';
 
   constructor(
     readonly admission: Admission,
@@ -223,11 +285,12 @@ class PendingListen implements BroadcastTarget {
   ) {
     const signal$ = admission.superseded$;
     if (signal$ instanceof Broadcast) signal$.attach(this);
-    else this.#watch = signal$.subscribe(() => this.onBroadcast());
+    else this.#watch = signal$.subscribe((value) => this.onBroadcast(signal$, value));
   }
 
-  onBroadcast(): void {
+  onBroadcast(_source: Observable<unknown>, value: unknown): void {
     this.#displaced = true;
+    if (isCloseReason(value)) this.reason = value;
     this.slot.release();
   }
 
@@ -249,23 +312,6 @@ class PendingListen implements BroadcastTarget {
     if (signal$ instanceof Broadcast) signal$.detach(this);
     this.#watch?.unsubscribe();
     this.#watch = undefined;
-  }
-}
-
-/** What an open listen stream gives back when it ends, whatever the reason. */
-class StreamRelease {
-  constructor(
-    private readonly onClose: () => void,
-    private readonly admission: Admission,
-    private readonly slot: Slot,
-    private readonly lease: FeedLease | undefined,
-  ) {}
-
-  unsubscribe(): void {
-    this.onClose();
-    this.admission.release();
-    this.slot.release();
-    this.lease?.release();
   }
 }
 

@@ -1,12 +1,11 @@
 // The `mcp-rx-streams/metrics` entry: an endpoint's counts and the library's diagnostics channels
 // as Prometheus metrics, through prom-client (an optional peer dependency).
-import diagnostics_channel from 'node:diagnostics_channel';
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { McpEndpoint } from '../endpoint/endpoint.js';
-import { channels, queueTotals, type DropEvent, type ErrorEvent, type StopEvent } from '../../lib/telemetry.js';
+import { queueTotals } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, implementing, options as validOptions, string } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
-import { redisChannels, type ConnectionEvent, type UnrelayedEvent } from '../redis/telemetry.js';
+import { followMetricEvents, once } from '../metricEvents.js';
 
 export { MissingPeerDependencyError } from '../peer.js';
 
@@ -36,7 +35,8 @@ const METRIC_PREFIX = "a metric name prefix Prometheus accepts ([a-zA-Z_:][a-zA-
  * - `mcp_rx_streams_open{era}` gauge: open streams, `era` = `modern` (`subscriptions/listen`) or
  *   `legacy` (a session's `GET` stream);
  * - `mcp_rx_stream_closes_total{reason}` counter: listen streams ended, by reason (`client_closed`,
- *   `max_lifetime`, `token_expired`, `idle_timeout`, `superseded`, `shutdown`, `error`);
+ *   `max_lifetime`, `token_expired`, `idle_timeout`, `superseded`, `shutdown`, `revoked`,
+ *   `empty_filter`, `error`);
  * - `mcp_rx_notifications_dropped_total{topic}` counter: notifications skipped for a slow consumer;
  * - `mcp_rx_dropped_queue_bytes` gauge: bytes a stream held when it last had to drop one;
  * - `mcp_rx_queued_bytes`, `mcp_rx_queued_frames` gauges: what the queues for slow consumers hold
@@ -85,10 +85,10 @@ export function collectMetrics(registry: Registry, endpoint: McpEndpoint, option
     return new prom.Counter({ name: prefix + name, help, labelNames, registers });
   };
 
-  let modernOpen = 0;
+  let events: ReturnType<typeof followMetricEvents> | undefined;
   gauge('streams_open', 'Open streams: era="modern" for subscriptions/listen, era="legacy" for a session\'s GET stream.', ['era'], function () {
     const { streams } = endpoint.stats;
-    const modern = Math.min(Math.max(modernOpen, 0), streams);
+    const modern = Math.min(Math.max(events?.modernOpen() ?? 0, 0), streams);
     this.set({ era: 'modern' }, modern);
     this.set({ era: 'legacy' }, streams - modern);
   });
@@ -126,48 +126,21 @@ export function collectMetrics(registry: Registry, endpoint: McpEndpoint, option
   const unrelayed = counter('redis_unrelayed_events_total', 'Hub events a Redis bus could not relay to the other nodes.', ['topic', 'reason']);
   const redisUp = gauge('redis_connection_up', '1 while the Redis connection is ready, 0 after it was lost.', ['component', 'role']);
 
-  const subscriptions: [diagnostics_channel.Channel, (message: unknown) => void][] = [
-    [channels.start, () => void modernOpen++],
-    [
-      channels.stop,
-      (message) => {
-        modernOpen--;
-        closes.inc({ reason: (message as StopEvent).reason });
-      },
-    ],
-    [
-      channels.drop,
-      (message) => {
-        const event = message as DropEvent;
-        drops.inc({ topic: event.topic });
-        dropBytes.set(event.queueBytes);
-      },
-    ],
-    [channels.error, (message) => errors.inc({ where: (message as ErrorEvent).where })],
-    [
-      redisChannels.unrelayed,
-      (message) => {
-        const event = message as UnrelayedEvent;
-        unrelayed.inc({ topic: event.topic, reason: event.reason });
-      },
-    ],
-    [
-      redisChannels.connection,
-      (message) => {
-        const event = message as ConnectionEvent;
-        redisUp.set({ component: event.component, role: event.role }, event.status === 'ready' ? 1 : 0);
-      },
-    ],
-  ];
-  for (const [channel, listener] of subscriptions) channel.subscribe(listener);
-  let closed = false;
+  events = followMetricEvents({
+    closed: (reason) => closes.inc({ reason }),
+    dropped: (topic, queueBytes) => {
+      drops.inc({ topic });
+      dropBytes.set(queueBytes);
+    },
+    failed: (where) => errors.inc({ where }),
+    unrelayed: (topic, reason) => unrelayed.inc({ topic, reason }),
+    connection: (component, role, up) => redisUp.set({ component, role }, up ? 1 : 0),
+  });
   return {
     names,
-    close: () => {
-      if (closed) return;
-      closed = true;
-      for (const [channel, listener] of subscriptions) channel.unsubscribe(listener);
+    close: once(() => {
+      events?.close();
       for (const name of names) registry.removeSingleMetric(name);
-    },
+    }),
   };
 }

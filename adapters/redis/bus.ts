@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { Subject, type Observable } from 'rxjs';
 import { type HubBus, HubBusTargets, type HubEvent } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, dropConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 import { tryParseJson } from '../../lib/jsonrpc.js';
 import { reportResync, reportUnrelayed, type ResyncEvent } from './telemetry.js';
 
@@ -236,7 +236,7 @@ export class RedisBus implements HubBus {
       clearTimeout(this.#retry);
       this.#resyncs.complete();
       // The reader is blocked in XREAD: it is dropped, not asked to quit.
-      this.#reader.disconnect();
+      dropConnection(this.#reader);
       await closeConnection(this.#publisher);
     })());
   }

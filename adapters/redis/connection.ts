@@ -14,12 +14,16 @@ type Redis = IoRedis;
 /** Where Redis is: a `redis://` / `rediss://` URL, or ioredis connection options. */
 export type RedisTarget = string | RedisOptions;
 
+/** Connections being closed on purpose (`closeConnection`): their end is reported `closed`, not `lost`. */
+const closing = new WeakSet<Redis>();
+
 /**
  * Opens one ioredis connection to `target` with the adapter's own settings on top.
  *
  * Every connection gets an `error` listener (ioredis prints unhandled connection errors to the
  * console otherwise; the adapters count failures where the command fails instead) and reports its
- * `ready` / lost transitions on {@link redisChannels.connection}.
+ * `ready` / `lost` transitions on {@link redisChannels.connection}, and `closed` when it is closed
+ * on purpose ({@link closeConnection}: a shutdown is not an outage).
  */
 export function openConnection(target: RedisTarget, component: RedisComponent, role: string, overrides: RedisOptions): Redis {
   const connection = typeof target === 'string' ? new Redis(target, overrides) : new Redis({ ...target, ...overrides });
@@ -33,7 +37,7 @@ export function openConnection(target: RedisTarget, component: RedisComponent, r
   connection.on('close', () => {
     if (!up) return;
     up = false;
-    reportConnection(component, role, 'lost');
+    reportConnection(component, role, closing.has(connection) ? 'closed' : 'lost');
   });
   return connection;
 }
@@ -67,8 +71,15 @@ export function backoff(max: number): (times: number) => number {
   return (times) => Math.min(25 * 2 ** Math.min(times, 16), max);
 }
 
+/** Drops a connection at once, on purpose (one blocked in a command that would not return): reported `closed`. */
+export function dropConnection(connection: Redis): void {
+  closing.add(connection);
+  connection.disconnect();
+}
+
 /** Closes a connection: waits for the replies still due when it is up, drops it otherwise. */
 export async function closeConnection(connection: Redis): Promise<void> {
+  closing.add(connection);
   if (connection.status === 'ready') {
     try {
       await connection.quit();

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { Subject, type Subscription, timer } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
+import { isCloseReason, type CloseReason } from '../../lib/frame.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
 import { checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, subscriberOptions } from './connection.js';
 
@@ -30,6 +31,8 @@ export interface RedisPrincipalCapStats {
   readonly recorded: number;
   /** Local streams superseded: by a newer stream on this node, or on another node through Redis. */
   readonly superseded: number;
+  /** Local streams ended by a revoke of their principal: on this node, or on another node through Redis. */
+  readonly revoked: number;
   /** Redis work not done (offline, error): recorded or removed again after (re)connecting. */
   readonly failures: number;
 }
@@ -37,7 +40,7 @@ export interface RedisPrincipalCapStats {
 interface Entry {
   readonly principal: string;
   readonly streamId: string;
-  readonly signal: Subject<void>;
+  readonly signal: Subject<CloseReason>;
   /** Redis score (server time in µs) once recorded; kept to re-record in the same order after an outage. */
   score: string;
   live: boolean;
@@ -121,7 +124,7 @@ export class RedisPrincipalCap implements PrincipalCap {
   readonly #pendingRemovals = new Map<string, Set<string>>();
   readonly #heartbeat: Subscription;
   #nextId = 0;
-  #stats = { recorded: 0, superseded: 0, failures: 0 };
+  #stats = { recorded: 0, superseded: 0, revoked: 0, failures: 0 };
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisPrincipalCapOptions) {
@@ -139,10 +142,12 @@ export class RedisPrincipalCap implements PrincipalCap {
     });
     this.#subscriber = openConnection(redis, 'principals', 'subscriber', subscriberOptions(maxReconnectDelay));
     const channel = `${this.#prefix}:supersede:${this.nodeId}`;
-    this.#subscriber.on('message', (from: string, streamId: string) => {
-      if (from === channel) this.#supersede(this.#byId.get(streamId));
+    const revocations = this.#revokeChannel();
+    this.#subscriber.on('message', (from: string, message: string) => {
+      if (from === channel) this.#supersede(this.#byId.get(message));
+      else if (from === revocations) this.#heardRevoke(message);
     });
-    this.#subscriber.subscribe(channel).catch(() => undefined);
+    this.#subscriber.subscribe(channel, revocations).catch(() => undefined);
     // Every (re)connection re-records the live streams: those admitted before it, or during an outage.
     this.#commands.on('ready', () => this.#resync());
     this.#heartbeat = timer(this.#heartbeatTtl / 3, this.#heartbeatTtl / 3).subscribe(() => this.#beat());
@@ -171,7 +176,7 @@ export class RedisPrincipalCap implements PrincipalCap {
   admit(principal: string): Admission {
     let list = this.#streams.get(principal);
     if (list === undefined) this.#streams.set(principal, (list = []));
-    const entry: Entry = { principal, streamId: String(this.#nextId++), signal: new Subject<void>(), score: '', live: true };
+    const entry: Entry = { principal, streamId: String(this.#nextId++), signal: new Subject<CloseReason>(), score: '', live: true };
     list.push(entry);
     this.#byId.set(entry.streamId, entry);
     // Removals of the locally displaced go out before the new record, on the same connection.
@@ -181,6 +186,31 @@ export class RedisPrincipalCap implements PrincipalCap {
       superseded$: entry.signal.asObservable(),
       release: () => this.#release(entry),
     };
+  }
+
+  /**
+   * Ends every stream of `principal` on every node of the fleet, with `reason`: this node's at once
+   * (each is told through its `superseded$` and stops counting), the other nodes' when they hear
+   * it on the pub/sub channel `<prefix>:revoke`. Like a supersede, pub/sub keeps nothing: a node
+   * that is cut off from Redis meanwhile does not hear it (its streams of the principal end at their
+   * lifetime cap or token expiry, and `authenticate` refusing the credential keeps them from
+   * coming back). Rejects only when the message could not be handed to Redis.
+   * @param principal the principal's key (authenticated id or address bucket).
+   * @param reason the close reason the streams end with; defaults to `'revoked'`.
+   */
+  revoke(principal: string, reason: CloseReason = 'revoked'): Promise<void> {
+    this.#revokeHere(principal, reason);
+    if (this.#closing !== undefined || this.#commands.status !== 'ready') {
+      this.#stats.failures++;
+      return Promise.reject(new Error(`the revoke of ${principal} could not reach the other nodes: Redis is not connected`));
+    }
+    return this.#commands.publish(this.#revokeChannel(), `${this.nodeId} ${JSON.stringify([principal, reason])}`).then(
+      () => undefined,
+      (error: unknown) => {
+        this.#stats.failures++;
+        throw error;
+      },
+    );
   }
 
   /**
@@ -215,14 +245,46 @@ export class RedisPrincipalCap implements PrincipalCap {
   #supersede(entry: Entry | undefined): void {
     if (entry === undefined || !entry.live) return;
     this.#stats.superseded++;
-    entry.signal.next();
+    entry.signal.next('superseded');
     this.#release(entry);
   }
 
-  #release(entry: Entry): void {
+  /** Ends this node's streams of `principal` with `reason`: all stop counting before any is told. */
+  #revokeHere(principal: string, reason: CloseReason): void {
+    const list = this.#streams.get(principal);
+    if (list === undefined) return;
+    const ended = [...list];
+    for (const entry of ended) this.#release(entry, false);
+    for (const entry of ended) {
+      this.#stats.revoked++;
+      entry.signal.next(reason);
+      entry.signal.complete();
+    }
+  }
+
+  /** A revoke another node published: `<nodeId> <JSON [principal, reason]>`. */
+  #heardRevoke(message: string): void {
+    const space = message.indexOf(' ');
+    if (space <= 0 || message.slice(0, space) === this.nodeId) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(message.slice(space + 1));
+    } catch {
+      return;
+    }
+    if (!Array.isArray(parsed) || typeof parsed[0] !== 'string' || !isCloseReason(parsed[1])) return;
+    this.#revokeHere(parsed[0], parsed[1]);
+  }
+
+  #revokeChannel(): string {
+    return `${this.#prefix}:revoke`;
+  }
+
+  /** Stops counting `entry` here and in Redis; `complete`: completes its signal too (not yet when it is about to be told). */
+  #release(entry: Entry, complete = true): void {
     if (!entry.live) return;
     entry.live = false;
-    entry.signal.complete();
+    if (complete) entry.signal.complete();
     this.#byId.delete(entry.streamId);
     const list = this.#streams.get(entry.principal);
     if (list !== undefined) {

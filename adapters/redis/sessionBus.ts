@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { BehaviorSubject, distinctUntilChanged, type Observable } from 'rxjs';
+import { isCloseReason } from '../../lib/frame.js';
 import type { SessionBus, SessionCommand } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
 import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady, subscriberOptions } from './connection.js';
@@ -162,7 +163,7 @@ export class RedisSessionBus implements SessionBus {
 function parseCommand(json: string): [string, SessionCommand] | undefined {
   const value = tryParseJson(json);
   if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string') return undefined;
-  const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown } | null;
+  const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown; principal?: unknown; reason?: unknown } | null;
   if (command === null || typeof command !== 'object') return undefined;
   switch (command.kind) {
     case 'claimed':
@@ -172,6 +173,8 @@ function parseCommand(json: string): [string, SessionCommand] | undefined {
       return typeof command.uri === 'string' ? [value[0], { kind: command.kind, uri: command.uri }] : undefined;
     case 'ended':
       return [value[0], { kind: 'ended' }];
+    case 'revoke':
+      return typeof command.principal === 'string' && isCloseReason(command.reason) ? [value[0], { kind: 'revoke', principal: command.principal, reason: command.reason }] : undefined;
     default:
       return undefined;
   }

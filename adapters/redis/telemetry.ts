@@ -32,12 +32,16 @@ export interface ResyncEvent {
   readonly resyncs: number;
 }
 
-/** Published on {@link redisChannels.connection} when a Redis connection becomes ready or is lost. */
+/**
+ * Published on {@link redisChannels.connection} when a Redis connection becomes ready, is lost
+ * (Redis went away, the network broke: ioredis reconnects), or is `closed` on purpose (the part was
+ * closed, at shutdown).
+ */
 export interface ConnectionEvent {
   readonly component: RedisComponent;
   /** The connection's job inside the component (`publisher`, `reader`, `subscriber`, `commands`). */
   readonly role: string;
-  readonly status: 'ready' | 'lost';
+  readonly status: 'ready' | 'lost' | 'closed';
 }
 
 /**

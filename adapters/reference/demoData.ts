@@ -66,6 +66,9 @@ Try it: subscribe to a file or a collection, then edit, create, delete or rename
  * @returns `true` when it created the directory, `false` when it existed.
  * @see FileResources.open
  */
+/** The files {@link ensureDemoData} writes, relative to the directory it creates. */
+export const DEMO_FILES: readonly string[] = Object.freeze(['README.md', 'notes/todo.txt', 'config.json', 'tools.json', 'prompts.json', 'private/secret.txt']);
+
 export async function ensureDemoData(dir: string): Promise<boolean> {
   const target = path.resolve(dir);
   await fsp.mkdir(path.dirname(target), { recursive: true });

@@ -23,6 +23,13 @@ export interface FileResourcesOptions {
    */
   readonly onWarning?: (message: string) => void;
   /**
+   * Told when the served directory disappears (`false`: deleted, renamed away, replaced by
+   * something that is not a directory) and when a directory is there again (`true`), as the
+   * watch notices it (it looks every 500 ms while `changes()` has a subscriber). Defaults to
+   * ignoring it.
+   */
+  readonly onRootChange?: (present: boolean) => void;
+  /**
    * The largest file `read` answers, in bytes; defaults to 8 MiB (8 388 608). A larger file is
    * refused with a {@link ResourceTooLargeError} before any of its bytes is read; `tools.json`
    * and `prompts.json` larger than this are served as empty (with a warning).
@@ -49,6 +56,7 @@ export interface ResolvedFileResourcesOptions {
   /** In bytes. */
   readonly maxReadBytes: number;
   readonly onWarning: (message: string) => void;
+  readonly onRootChange: (present: boolean) => void;
   readonly scheduler: SchedulerLike;
 }
 
@@ -73,6 +81,7 @@ export function resolveFileResourcesOptions(options: FileResourcesOptions): Reso
     debounceMs: debounceMs ?? DEFAULT_DEBOUNCE_MS,
     maxReadBytes: maxReadBytes ?? DEFAULT_MAX_READ_BYTES,
     onWarning: options.onWarning ?? (() => {}),
+    onRootChange: options.onRootChange ?? (() => {}),
     scheduler: scheduler ?? asyncScheduler,
   };
 }

@@ -78,7 +78,7 @@ export class FileResources {
   readonly #changes: Observable<FileChange>;
 
   private constructor(root: string, options: FileResourcesOptions) {
-    const { debounceMs, maxReadBytes, onWarning, scheduler } = resolveFileResourcesOptions(options);
+    const { debounceMs, maxReadBytes, onWarning, onRootChange, scheduler } = resolveFileResourcesOptions(options);
     this.root = root;
     this.#tree = new ServedTree(root);
     this.rootUri = collectionUri(root);
@@ -90,7 +90,14 @@ export class FileResources {
         subscriber.complete();
         return undefined;
       }
-      const watching = new TreeWatch(this.#tree, { debounceMs, scheduler, warn: (m) => this.#warn(m) }, (change) => subscriber.next(change));
+      const rootChanged = (present: boolean) => {
+        try {
+          onRootChange(present);
+        } catch {
+          // A throwing listener must not break watching.
+        }
+      };
+      const watching = new TreeWatch(this.#tree, { debounceMs, scheduler, warn: (m) => this.#warn(m), rootChanged }, (change) => subscriber.next(change));
       this.#watch = watching;
       const closing = this.#closing.subscribe(() => subscriber.complete());
       return () => {

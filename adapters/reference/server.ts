@@ -16,7 +16,7 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import { DEFAULT_SESSION_OPTIONS, resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/sessionOptions.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
-import { boolean, milliseconds, nonNegativeInteger, options as validOptions, port as validPort, string } from '../../lib/validate.js';
+import { boolean, implementing, milliseconds, nonNegativeInteger, options as validOptions, port as validPort, string } from '../../lib/validate.js';
 import { resolveFileResourcesOptions } from './fileOptions.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { hubResources, type ResourceTemplate } from '../../lib/resources.js';
@@ -27,6 +27,7 @@ import type { ClusterWorker } from '../cluster/worker.js';
 import { Catalog } from './catalog.js';
 import { workerChanges } from './clusterNode.js';
 import { ensureDemoData, FileResources, ResourceTooLargeError, type FileChange } from './files.js';
+import type { Logger } from '../logTo.js';
 import { redactedUrl } from '../redactedUrl.js';
 
 /** The protocol revision the reference server speaks: {@link MODERN_PROTOCOL_VERSION} (`2026-07-28`). */
@@ -93,6 +94,13 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
    * foreign-Origin check. Default: none (no CORS).
    */
   readonly corsOrigins?: CorsOrigins;
+  /**
+   * Where the server says what only it knows (a pino logger, or any `Logger`): the served
+   * directory gone (`warn`) and back (`info`), and problems with `tools.json` / `prompts.json`
+   * (`warn`). Streams, sessions and errors are on the diagnostics channels: add `logTo(logger)`
+   * for those. Default: none, nothing is logged.
+   */
+  readonly logger?: Logger;
 }
 
 /** The Redis parts of a reference server running as a fleet node (`redis` option). */
@@ -120,6 +128,8 @@ export interface ReferenceServer {
   readonly server: http.Server;
   /** The fleet parts when started with `redis`, else `undefined`. */
   readonly fleet: ReferenceFleet | undefined;
+  /** True when this start created `dir` with the sample files (`DEMO_FILES`), because it did not exist. */
+  readonly createdDemoData: boolean;
   /** Closes every stream gracefully (closing frames, reason `shutdown`), then the server, then the Redis connections. */
   close(): Promise<void>;
 }
@@ -134,6 +144,8 @@ export interface ReferenceCore {
   readonly worker: ClusterWorker | undefined;
   /** The folder's changes, published on the hub. */
   readonly watching: Subscription;
+  /** True when this start created the directory with the sample files. */
+  readonly createdDemoData: boolean;
   /** Closes the files, the hub and the fleet, and rethrows `error` (a failed start). */
   abort(error: unknown): Promise<never>;
 }
@@ -145,12 +157,13 @@ export interface ReferenceCore {
  */
 export async function openReference(options: ReferenceServerOptions = {}): Promise<ReferenceCore> {
   validOptions('startReferenceServer options', options, REFERENCE_OPTIONS, { like: "{ dir: './demo-data', port: 3000 }" });
-  const { dir = './demo-data', host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, cluster, port: _port, ...limits } = options;
+  const { dir = './demo-data', host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, cluster, logger, port: _port, ...limits } = options;
   checkOptions(options);
-  await ensureDemoData(path.resolve(dir));
+  const createdDemoData = await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), {
     ...(debounceMs === undefined ? {} : { debounceMs }),
     ...(maxReadBytes === undefined ? {} : { maxReadBytes }),
+    ...(logger === undefined ? {} : referenceLogs(logger, path.resolve(dir))),
   });
   let fleet: Fleet | undefined;
   let worker: ClusterWorker | undefined;
@@ -214,7 +227,7 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
     }
   });
 
-  return { hub, endpoint, files, fleet, worker, watching, abort };
+  return { hub, endpoint, files, fleet, worker, watching, createdDemoData, abort };
 }
 
 /** Joins the machine's cluster (mcp-rx-streams/cluster is loaded only then). */
@@ -263,7 +276,7 @@ async function joinMachine(capacityRetryAfter: number | undefined): Promise<Clus
  *   are checked by the endpoint, after the folder is opened.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { hub, endpoint, files, fleet, worker, watching, abort } = await openReference(options);
+  const { hub, endpoint, files, fleet, worker, watching, createdDemoData, abort } = await openReference(options);
   const { port = 3000, host = '127.0.0.1' } = options;
   const handle = nodeHandler(endpoint);
   // Slow headers are cut by node:http, slow bodies by the endpoint's bodyTimeout, and a request
@@ -298,6 +311,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
     files,
     server,
     fleet: fleet?.view,
+    createdDemoData,
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         watching.unsubscribe();
@@ -321,7 +335,7 @@ const STREAM_LIMIT_NAMES = Object.keys(DEFAULT_STREAM_LIMITS) as (keyof StreamLi
 const SESSION_OPTION_NAMES = Object.keys(DEFAULT_SESSION_OPTIONS) as (keyof SessionOptions)[];
 const REFERENCE_OPTIONS: readonly (keyof ReferenceServerOptions)[] = [
   'dir', 'port', 'host', 'tokenSecret', 'capacityRetryAfter', 'emptyListen', 'debounceMs', 'maxReadBytes', 'redis', 'nodeId', 'watchLeaseTtl', 'redisConnectTimeout',
-  'trustProxy', 'corsOrigins', 'cluster', ...LISTEN_OPTION_NAMES, ...STREAM_LIMIT_NAMES, ...SESSION_OPTION_NAMES,
+  'trustProxy', 'corsOrigins', 'cluster', 'logger', ...LISTEN_OPTION_NAMES, ...STREAM_LIMIT_NAMES, ...SESSION_OPTION_NAMES,
 ];
 
 /** The members of `options` named `names`. */
@@ -348,10 +362,22 @@ function checkOptions(options: ReferenceServerOptions): void {
     throw new InvalidOptionError('cluster', "used without redis (a cluster's workers reach the fleet through their primary: give the primary the fleet's parts)", options.cluster);
   }
   if (capacityRetryAfter !== undefined) milliseconds('capacityRetryAfter', capacityRetryAfter);
+  if (options.logger !== undefined) implementing('logger', options.logger, ['info', 'warn', 'error', 'debug'], 'a Logger (pino, or any object with info, warn, error and debug)');
   resolveFileResourcesOptions({ debounceMs, maxReadBytes });
   resolveListenOptions(only(options, LISTEN_OPTION_NAMES));
   resolveStreamLimits(only(options, STREAM_LIMIT_NAMES));
   resolveSessionOptions(only(options, SESSION_OPTION_NAMES));
+}
+
+/** What the server tells `logger` about the files it serves. */
+function referenceLogs(logger: Logger, dir: string): { onWarning: (message: string) => void; onRootChange: (present: boolean) => void } {
+  return {
+    onWarning: (message) => logger.warn({ event: 'reference_warning' }, message),
+    onRootChange: (present) =>
+      present
+        ? logger.info({ event: 'directory_found', dir }, `the served directory is back: ${dir} (rescanned; changes made meanwhile are reported)`)
+        : logger.warn({ event: 'directory_lost', dir }, `the served directory is gone: ${dir} (nothing is served or reported until it is back)`),
+  };
 }
 
 /** The fleet parts, and whether this node publishes the folder's changes. @internal */

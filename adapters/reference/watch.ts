@@ -25,6 +25,8 @@ export interface TreeWatchOptions {
   /** Where the debounce's clock and timers come from (`asyncScheduler` in production). */
   readonly scheduler: SchedulerLike;
   readonly warn: (message: string) => void;
+  /** Told when the served directory is gone (`false`) and when one is there again (`true`). */
+  readonly rootChanged?: (present: boolean) => void;
 }
 
 /** A path that never goes quiet is still settled after this many debounce periods. */
@@ -67,6 +69,8 @@ export class TreeWatch {
   #rootIdentity: string | undefined;
   /** Looks at the served directory every {@link ROOT_POLL_MS}: it may be deleted, recreated or replaced. */
   readonly #rootPoll: NodeJS.Timeout;
+  /** Whether a directory was at the served path at the last look (what `rootChanged` was last told). */
+  #rootPresent = true;
 
   /**
    * Starts watching: directories in the known set are watched before this returns; a silent
@@ -115,6 +119,10 @@ export class TreeWatch {
     const stat = await fsp.lstat(this.#tree.root).catch(() => undefined);
     if (this.#closed) return;
     const identity = stat?.isDirectory() ? identityOf(stat) : undefined;
+    if ((identity !== undefined) !== this.#rootPresent) {
+      this.#rootPresent = identity !== undefined;
+      this.#options.rootChanged?.(this.#rootPresent);
+    }
     if (identity === this.#rootIdentity) return;
     this.#rootIdentity = identity;
     this.#schedule(this.#tree.root);

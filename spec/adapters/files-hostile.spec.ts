@@ -253,6 +253,22 @@ for (const [name, away, back] of [
   });
 }
 
+test('onRootChange: told false when the served directory goes away, true when one is there again, once each', async () => {
+  const dir = await fixture();
+  const told: boolean[] = [];
+  const files = await open(dir, { onRootChange: (present) => told.push(present) });
+  record(files);
+  await sleep(700);
+  assert.equal(told, [], 'nothing while it is there');
+  await fsp.rename(dir, `${dir}.away`);
+  await until('the directory to be missed', () => told.length === 1);
+  await sleep(700);
+  await fsp.rename(`${dir}.away`, dir);
+  await until('the directory to be found', () => told.length === 2);
+  await sleep(700);
+  assert.equal(told, [false, true]);
+});
+
 test('the served directory swapped for another holding the same names: each file whose content differs is updated', async () => {
   const dir = await fixture();
   const files = await open(dir);

@@ -231,6 +231,29 @@ test('revoke (the seam for McpEndpoint.revoke): a principal\'s listens end on ev
   other.destroy();
 });
 
+test('McpEndpoint.revoke on one worker ends the principal\'s listens and legacy sessions on every worker (reason revoked); another principal\'s stream goes on', async () => {
+  machine = await startMachine(2, { maxListensPerPrincipal: 10 }, { sessionGracePeriod: 60_000 });
+  const [a, b] = machine.workers;
+  const streams = [await listen(a!.url, 1, ['file:///a']), await listen(b!.url, 2, ['file:///a'])];
+  const other = await listen(a!.url, 3, ['file:///a'], { localAddress: '127.0.0.12' });
+  const { sessionId } = await initialize(a!.url);
+  const get = GetStream.open(a!.url, sessionId);
+  await get.until((s) => s.primedWith !== undefined, 3000, 'the GET stream on a');
+  await sleep(50);
+  // Asked on b: b's own listen and nothing of a's are counted there; a ends its own through the primary.
+  assert.deepEqual(await b!.endpoint.revoke('addr:127.0.0.1'), { streams: 1, sessions: 0 });
+  for (const [i, stream] of streams.entries()) {
+    await stream.until((s) => s.ended, 3000, `revoked stream ${i + 1} to end`);
+    assert.ok(stream.text.endsWith(closing(i + 1, 'revoked')), stream.text);
+  }
+  await get.until((s) => s.ended, 3000, 'the revoked session\'s GET stream to end');
+  for (const worker of [a!, b!]) assert.equal((await call(worker.url, sessionId, 9, 'resources/subscribe', { uri: 'file:///a' })).status, 404);
+  await sleep(50);
+  assert.equal(other.ended, false);
+  assert.equal(a!.node.principals.count('addr:127.0.0.1') + b!.node.principals.count('addr:127.0.0.1'), 0);
+  other.destroy();
+});
+
 test('the primary ends the idle sessions no worker holds (after sessionIdleTimeout), never one whose GET stream a live worker holds', async () => {
   machine = await startMachine(2, { sessionIdleTimeout: 300, sessionPruneInterval: 50 });
   const [a, b] = machine.workers;

@@ -80,10 +80,10 @@ test('two workers share the port: node:cluster hands the connections to both; on
   const workers = new Set<number>();
   for (let i = 0; i < 6; i++) workers.add(await probe());
   assert.equal(workers.size, 2, `every answer came from ${[...workers].join(', ')}`);
-  const lines = stderr.match(/^cluster: worker \d+ watches the folder$/gm) ?? [];
+  const lines = stderr.match(/INFO: cluster: worker \d+ watches the folder$/gm) ?? [];
   assert.equal(lines.length, 1, `one folder watcher for the machine:\n${stderr}`);
-  assert.match(stderr, /^cluster: worker 1 \(pid \d+\) listening$/m);
-  assert.match(stderr, /^cluster: worker 2 \(pid \d+\) listening$/m);
+  assert.match(stderr, /INFO: cluster: worker 1 \(pid \d+\) listening$/m);
+  assert.match(stderr, /INFO: cluster: worker 2 \(pid \d+\) listening$/m);
 });
 
 let listens: SseConnection[] = [];
@@ -172,11 +172,11 @@ test('legacy reconnects forced onto the other worker: each replays exactly the f
 
 test('a killed worker: the primary reports it and starts another; the session held there resumes on another worker, losing nothing the replay buffer holds', async () => {
   const holder = servedBy((await get.response).headers);
-  const pid = Number(new RegExp(`^cluster: worker ${holder} \\(pid (\\d+)\\) listening$`, 'm').exec(stderr)![1]);
+  const pid = Number(new RegExp(`INFO: cluster: worker ${holder} \\(pid (\\d+)\\) listening$`, 'm').exec(stderr)![1]);
   const from = stderr.length;
   process.kill(pid, 'SIGKILL');
-  await said(new RegExp(`^cluster: worker ${holder} \\(pid ${pid}\\) exited \\(signal SIGKILL\\); released 1 stream slots, 0 listen admissions, 1 sessions' GET streams; starting another`, 'm'), from);
-  await said(/^cluster: worker 3 \(pid \d+\) listening$/m, from);
+  await said(new RegExp(`INFO: cluster: worker ${holder} \\(pid ${pid}\\) exited \\(signal SIGKILL\\); released 1 stream slots, 0 listen admissions, 1 sessions' GET streams; starting another`, 'm'), from);
+  await said(/INFO: cluster: worker 3 \(pid \d+\) listening$/m, from);
   await get.untilEnded();
   // The client missed the last two frames (it resumes from an older id): the log has them.
   const resumed = GetStream.open(url, sessionId, { lastEventId: String(seen - 2) });
@@ -188,7 +188,7 @@ test('a killed worker: the primary reports it and starts another; the session he
   let expected = '';
   for (let id = seen - 1; id <= seen + 1; id++) expected += frameText(id, updatedMessage(uriOf(todo)));
   assert.equal(resumed.withoutKeepAlives, expected);
-  assert.equal((stderr.match(/^cluster: worker \d+ watches the folder$/gm) ?? []).length >= 1, true);
+  assert.equal((stderr.match(/INFO: cluster: worker \d+ watches the folder$/gm) ?? []).length >= 1, true);
   get = resumed;
 });
 

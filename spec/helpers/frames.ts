@@ -27,3 +27,16 @@ export function asyncLog(capacity: number, delay: (n: number) => number = () => 
     after: (lastEventId: string | null | undefined) => later(buffer.after(lastEventId), 2),
   };
 }
+
+/** The exact text of an SSE `message` event carrying `json`. */
+const sseMessage = (json: string) => `event: message\ndata: ${json}\n\n`;
+const subscriptionMeta = (id: number) => `"_meta":{"io.modelcontextprotocol/subscriptionId":${id}}`;
+
+/** The exact text of the acknowledgment of listen `id` with the filter `{toolsListChanged: true}`. */
+export const toolsAckText = (id: number) =>
+  sseMessage(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},${subscriptionMeta(id)}}}`);
+
+/** The exact text of listen `id`'s closing frames (DESIGN M7): `notifications/cancelled` with `reason`, then the listen result. */
+export const closingText = (id: number, reason: string) =>
+  sseMessage(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${id},"reason":"${reason}",${subscriptionMeta(id)}}}`) +
+  sseMessage(`{"jsonrpc":"2.0","id":${id},"result":{"resultType":"complete",${subscriptionMeta(id)}}}`);

@@ -1,13 +1,16 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { restorePlan } from '../../../operators/restoreSubscriptions.js';
-import { sessionStages, type SessionValues } from '../../../operators/sessionPipeline.js';
+import type { CloseStage } from '../../../operators/closeWhen.js';
+import type { QueueStage } from '../../../operators/dropWhenQueueExceeds.js';
+import { sessionStages, type SessionStreamWatcher, type SessionValues } from '../../../operators/sessionPipeline.js';
 import { type SourceRegistration, StageObservable, stageOperator } from '../../../operators/stage.js';
 import { Clock } from '../../../lib/clock.js';
 import type { RequestContext } from '../../../lib/context.js';
 import type { Frame } from '../../../lib/frame.js';
 import { isShared, type SharedSlots, type Slot } from '../../../lib/slots.js';
-import { reportError } from '../../../lib/telemetry.js';
-import { endStream, type FeedEntry, type ListChanges, type LiveSession, scopesOf, type SessionStream } from './liveSession.js';
+import type { FilterName } from '../../../lib/filter.js';
+import { channels, reportError, type StopReason } from '../../../lib/telemetry.js';
+import { endStream, type FeedEntry, type ListChanges, type ListTopic, type LiveSession, scopesOf, type SessionStream } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError } from './subscribe.js';
 
@@ -81,7 +84,7 @@ export function openGetStream(
   // sessions (maxSessionsPerPrincipal), never by the listen cap: a GET never ends another session's.
   owner.opening.get(session)?.replace();
   owner.opening.delete(session);
-  endStream(session);
+  endStream(session, session.stream, 'replaced');
   const slots = owner.init.slots;
   if (isShared(slots)) return openWithSharedSlot(owner, session, slots, lastEventId, context, shutdown$);
   const slot = slots.tryAcquire();
@@ -172,7 +175,7 @@ function subscribeGetStream(
     subscriber.complete();
     return;
   }
-  endStream(session);
+  endStream(session, session.stream, 'replaced');
   // Restore what is on the record but not live (after a grace period ran out, or on another node).
   const unrestored = session.uris.filter((uri) => session.live.get(uri) === undefined);
   // The request's context is kept only where a subscribe can still come for the stream's principal
@@ -193,7 +196,7 @@ function subscribeGetStream(
   // and the restore of the persisted subscriptions. A close trigger cuts the feed (the handle):
   // the session lets go of the stream at once, while the stream writes what it holds (nothing, if
   // its client is not reading: it then ends at once and replays on reconnect).
-  const values: SessionValues = { lastEventId, log: session.log, prime: primes(session.protocolVersion), expiresAt: expiry, demand$ };
+  const values: SessionValues = { lastEventId, log: session.log, prime: primes(session.protocolVersion), expiresAt: expiry, demand$, watcher: handle };
   const restoring = unrestored.length === 0 ? undefined : restorePlan(unrestored, (uri) => restore(init, session, uri, handle, context), RESTORE_CONCURRENCY, onRestoreError);
   const stream$ = feed$.pipe(stageOperator<Frame, Frame>(() => sessionStages(init.streams, values, restoring)));
   stream$.subscribe(subscriber);
@@ -217,12 +220,18 @@ function onRestoreError(uri: string, error: unknown): void {
  * writes what it holds); the pipeline's teardown, whatever
  * the reason, unsubscribes it: the slot is given back and the session waits for a reconnect.
  */
-class StreamHandle implements SessionStream, SourceRegistration {
+class StreamHandle implements SessionStream, SourceRegistration, SessionStreamWatcher {
   entry: FeedEntry | undefined = undefined;
+  endReason: StopReason | undefined = undefined;
   /** The pipeline registered its first stage. */
   #attached = false;
   /** Given back what it held. */
   #released = false;
+  /** When its feed was registered (it started), in milliseconds after its clock's origin; -1 before. */
+  #startedAt = -1;
+  /** The stream's close and queue stages, told as the pipeline is assembled: why it ended, what it holds. */
+  #close: CloseStage | undefined = undefined;
+  #queue: QueueStage | undefined = undefined;
 
   constructor(
     private readonly owner: StreamOwner,
@@ -236,11 +245,35 @@ class StreamHandle implements SessionStream, SourceRegistration {
     return this.#attached;
   }
 
+  watch(close: CloseStage, queue: QueueStage): void {
+    this.#close = close;
+    this.#queue = queue;
+  }
+
+  /** When it started, in milliseconds since the epoch; `undefined` before. */
+  get openedAt(): number | undefined {
+    return this.#startedAt < 0 ? undefined : this.#startedAt + Clock.of(this.owner.init.scheduler).origin;
+  }
+
+  /** What its queue holds and has dropped or coalesced. */
+  get queue(): QueueStage | undefined {
+    return this.#queue;
+  }
+
   /** Registers the pipeline's first stage as the session's feed (completed at once if the stream already ended). */
   attach(entry: FeedEntry): StreamHandle {
     this.#attached = true;
-    if (this.session.stream === this) this.entry = entry;
-    else entry.complete();
+    if (this.session.stream !== this) {
+      entry.complete();
+      return this;
+    }
+    this.entry = entry;
+    const clock = Clock.of(this.owner.init.scheduler);
+    this.#startedAt = clock.elapsed();
+    if (channels.start.hasSubscribers) {
+      const { session } = this;
+      channels.start.publish({ era: 'legacy', systemTime: this.#startedAt + clock.origin, resourceSubscriptions: session.uris.length, filters: legacyFilters(this.owner, session) });
+    }
     return this;
   }
 
@@ -252,8 +285,28 @@ class StreamHandle implements SessionStream, SourceRegistration {
     if (this.#released) return;
     this.#released = true;
     this.slot.release();
+    if (this.#startedAt >= 0 && channels.stop.hasSubscribers) {
+      const close = this.#close;
+      const reason: StopReason = close?.reason ?? this.endReason ?? (close?.failed === true ? 'error' : 'client_closed');
+      const duration = Clock.of(this.owner.init.scheduler).elapsed() - this.#startedAt;
+      channels.stop.publish({ era: 'legacy', duration, filters: legacyFilters(this.owner, this.session), reason });
+    }
     detach(this.owner, this);
   }
+}
+
+const LIST_FILTERS: Readonly<Record<string, FilterName>> = Object.freeze({ tools: 'tools_list_changed', prompts: 'prompts_list_changed', resources: 'resources_list_changed' });
+
+/** The list changes sessions hear, as telemetry names them. @internal */
+export function legacyListFilters(topics: readonly ListTopic[]): FilterName[] {
+  return topics.map((topic) => LIST_FILTERS[topic]!);
+}
+
+/** What a session's GET stream listens to, as telemetry names it: the advertised list changes, and its resource subscriptions. */
+function legacyFilters(owner: StreamOwner, session: LiveSession): FilterName[] {
+  const names = legacyListFilters(owner.lists.topics);
+  if (session.uris.length > 0) names.push('resource_subscriptions');
+  return names;
 }
 
 /** This node now holds the session's GET stream: recorded, and every other node lets go of it. */

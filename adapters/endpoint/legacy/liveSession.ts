@@ -1,4 +1,5 @@
 import { EMPTY, type Observable, Subject } from 'rxjs';
+import type { QueueStage } from '../../../operators/dropWhenQueueExceeds.js';
 import type { HeldFrames, HeldFramesSink } from '../../../operators/heldFrames.js';
 import { stampInOrder } from '../../../operators/withEventIds.js';
 import type { RequestContext } from '../../../lib/context.js';
@@ -6,7 +7,7 @@ import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js
 import type { Hub, HubTarget } from '../../../lib/hub.js';
 import type { EventLog } from '../../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../../lib/session.js';
-import { reportError } from '../../../lib/telemetry.js';
+import { reportError, type StopReason } from '../../../lib/telemetry.js';
 import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from '../subscriptions.js';
 
 /** The list-changed topics a session hears on its GET stream (those the server advertises). @internal */
@@ -35,6 +36,12 @@ export interface SessionStream {
    * fleet run as; kept in a fleet only.
    */
   readonly context: RequestContext | undefined;
+  /** Why the endpoint ended it, when it did (set by {@link endStream}; a close trigger says its own). */
+  endReason?: StopReason | undefined;
+  /** When it started, in milliseconds since the epoch (for the endpoint's snapshot). */
+  readonly openedAt?: number | undefined;
+  /** Its queue for a busy client (for the endpoint's snapshot). */
+  readonly queue?: QueueStage | undefined;
 }
 
 /**
@@ -254,10 +261,13 @@ function frozen(list: readonly string[]): readonly string[] {
 /**
  * Ends the session's stream (only `handle` when given): its pipeline writes what it holds and
  * completes. Idempotent.
+ * @param reason why, for its `stop` telemetry (`replaced`, `session_ended`, `revoked`…); absent
+ *   when its own close trigger ended it (which says why).
  * @internal
  */
-export function endStream(session: LiveSession, handle: SessionStream | undefined = session.stream): void {
+export function endStream(session: LiveSession, handle: SessionStream | undefined = session.stream, reason?: StopReason): void {
   if (handle === undefined || session.stream !== handle) return;
+  if (reason !== undefined) handle.endReason ??= reason;
   session.stream = undefined;
   const entry = handle.entry;
   handle.entry = undefined;

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { type Observable, type Subscription, timer } from 'rxjs';
 import type { AuthInfo } from '../../../lib/auth.js';
 import type { RequestContext } from '../../../lib/context.js';
+import type { CloseReason } from '../../../lib/frame.js';
 import { HttpError } from '../../../lib/httpError.js';
 import { ErrorCode, JsonRpcError } from '../../../lib/jsonrpc.js';
 import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
-import { reportError } from '../../../lib/telemetry.js';
+import { channels, reportError, type SessionEndReason, type StopReason } from '../../../lib/telemetry.js';
 import { agreedLegacyVersion, initializeResult } from '../discover.js';
+import { sessionFilterInfo, type SessionInfo, type StreamsOptions } from '../inspect.js';
 import { capacityRefusal, shutdownRefusal } from '../responses.js';
-import { type GetStreamParts, openGetStream, type StreamOwner } from './getStream.js';
+import { type GetStreamParts, legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
 import { cancelSubscribe } from '../subscriptions.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
@@ -83,6 +85,7 @@ export class LegacySessions {
     };
     await this.#init.store.create(record);
     this.#adopt(record);
+    if (channels.sessionCreated.hasSubscribers) channels.sessionCreated.publish({ protocolVersion });
     const { capabilities, extraCapabilities, serverInfo, instructions } = this.#init;
     return { id: record.id, result: initializeResult(protocolVersion, capabilities, extraCapabilities, serverInfo, instructions) };
   }
@@ -107,7 +110,7 @@ export class LegacySessions {
       // Insertion order breaks ties: the earlier session of equal activity goes first.
       for (const session of own) if (oldest === undefined || session.lastActivity < oldest.lastActivity) oldest = session;
       own.delete(oldest!);
-      await this.end(oldest!);
+      await this.end(oldest!, 'displaced');
     }
   }
 
@@ -137,7 +140,7 @@ export class LegacySessions {
       }
     }
     if (session.stream === undefined && now - session.lastActivity > this.#init.options.sessionIdleTimeout) {
-      await this.end(session);
+      await this.end(session, 'idle');
       throw notFound();
     }
     if (session.principal !== auth.principal) {
@@ -174,6 +177,12 @@ export class LegacySessions {
 
   /** A command from another node of the fleet. */
   #command(id: string, command: SessionCommand): void {
+    if (command.kind === 'revoke') {
+      void this.#revokeHere(command.principal, command.reason).then(({ failure }) => {
+        if (failure !== undefined) reportError('source', failure.cause);
+      });
+      return;
+    }
     const session = this.#sessions.get(id);
     if (session === undefined) return;
     switch (command.kind) {
@@ -181,7 +190,7 @@ export class LegacySessions {
       case 'ended':
         // The stream (and with it the live subscriptions) is elsewhere now, or the session is gone:
         // forget it here; a later request reads the record again.
-        this.#forget(session);
+        this.#forget(session, command.kind === 'claimed' ? 'replaced' : 'session_ended');
         return;
       case 'subscribe': {
         if (!session.uris.includes(command.uri)) session.uris = session.uris.concat(command.uri);
@@ -200,11 +209,81 @@ export class LegacySessions {
     }
   }
 
-  /** Ends a session: its stream, its subscriptions and its record (DELETE, eviction). Idempotent. */
-  async end(session: LiveSession): Promise<void> {
-    if (!session.ended) this.#forget(session);
+  /**
+   * Ends a session: its stream, its subscriptions and its record (DELETE, eviction, revoke).
+   * Idempotent.
+   * @param reason why, for `channels.sessionEnded`; defaults to `deleted` (its client's `DELETE`).
+   * @param streamReason why its GET stream stops, for `channels.stop`; defaults to `session_ended`.
+   */
+  async end(session: LiveSession, reason: SessionEndReason = 'deleted', streamReason: StopReason = 'session_ended'): Promise<void> {
+    if (!session.ended) {
+      this.#forget(session, streamReason);
+      if (channels.sessionEnded.hasSubscribers) channels.sessionEnded.publish({ protocolVersion: session.protocolVersion, reason });
+    }
     await this.#init.store.delete(session.id);
     await this.#init.bus?.publish(session.id, { kind: 'ended' });
+  }
+
+  /**
+   * Ends every session of `principal` on this node (`end` with reason `revoked`, their GET streams
+   * stopping with `reason`) and tells the other nodes of a fleet to do the same with theirs.
+   * @returns how many sessions this node ended, and what the session bus threw when it could not
+   *   tell the fleet (`relayFailure`; this node's are ended by then).
+   */
+  async revoke(principal: string, reason: CloseReason): Promise<{ readonly sessions: number; readonly relayFailure?: { readonly cause: unknown } }> {
+    const relayed = settle(() => this.#init.bus?.publish('', { kind: 'revoke', principal, reason }));
+    const { sessions, failure } = await this.#revokeHere(principal, reason);
+    const relayFailure = failure ?? (await relayed);
+    return relayFailure === undefined ? { sessions } : { sessions, relayFailure };
+  }
+
+  /**
+   * Ends this node's sessions of `principal`: at once what the node holds (streams, subscriptions),
+   * then their records; `failure` when a record could not be removed (the store is unreachable).
+   */
+  async #revokeHere(principal: string, reason: CloseReason): Promise<{ readonly sessions: number; readonly failure?: { readonly cause: unknown } }> {
+    const own = this.#byPrincipal.get(principal);
+    if (own === undefined) return { sessions: 0 };
+    const sessions = [...own];
+    const removals = await Promise.all(sessions.map((session) => settle(() => this.end(session, 'revoked', reason))));
+    const failure = removals.find((removal) => removal !== undefined);
+    return failure === undefined ? { sessions: sessions.length } : { sessions: sessions.length, failure };
+  }
+
+  /**
+   * Ends the session `id` held on this node as a revoke does (`closeStream`): its GET stream stops
+   * with `reason`, its record is removed. False when this node holds no such session.
+   */
+  async endById(id: string, reason: CloseReason): Promise<boolean> {
+    const session = this.#sessions.get(id);
+    if (session === undefined || session.ended) return false;
+    await this.end(session, 'revoked', reason);
+    return true;
+  }
+
+  /** One entry per session held on this node, in the order they were adopted (see `McpEndpoint.streams`). */
+  snapshot(options: StreamsOptions): SessionInfo[] {
+    const lists = legacyListFilters(this.#lists.topics);
+    const infos: SessionInfo[] = [];
+    for (const session of this.#sessions.values()) {
+      const stream = session.stream;
+      const queue = stream?.queue;
+      infos.push({
+        era: 'legacy',
+        id: session.id,
+        principal: session.principal,
+        protocolVersion: session.protocolVersion,
+        lastActivity: session.lastActivity,
+        streamOpen: stream !== undefined,
+        openedAt: stream?.openedAt ?? null,
+        filter: sessionFilterInfo(lists, session.uris, options),
+        queuedFrames: queue?.queuedFrames ?? 0,
+        queuedBytes: queue?.queuedBytes ?? 0,
+        dropped: queue?.dropped ?? 0,
+        coalesced: queue?.coalesced ?? 0,
+      });
+    }
+    return infos;
   }
 
   /** Ends every GET stream (server shutdown) and stops the prune sweep; sessions stay on record. */
@@ -214,7 +293,7 @@ export class LegacySessions {
     this.#stopPrune();
     this.#disconnect?.();
     for (const session of this.#sessions.values()) {
-      endStream(session);
+      endStream(session, session.stream, 'shutdown');
       session.sleep(this.#lists);
     }
   }
@@ -238,18 +317,21 @@ export class LegacySessions {
       const holder = record.streamNode;
       if (holder !== undefined && holder !== null && holder !== this.#init.bus?.nodeId) continue;
       session.lastActivity = Math.max(session.lastActivity, record.lastActivity);
-      if (session.lastActivity < cutoff) await this.end(session);
+      if (session.lastActivity < cutoff) await this.end(session, 'idle');
     }
     for (const id of await store.idleSince(cutoff)) {
       if (!this.#sessions.has(id)) await store.delete(id);
     }
   }
 
-  /** Ends what this node holds of a session (stream, subscriptions, timers); the record is left alone. */
-  #forget(session: LiveSession): void {
+  /**
+   * Ends what this node holds of a session (stream, subscriptions, timers); the record is left alone.
+   * @param streamReason why its GET stream stops (`channels.stop`).
+   */
+  #forget(session: LiveSession, streamReason: StopReason = 'session_ended'): void {
     session.finish();
     session.sleep(this.#lists);
-    endStream(session);
+    endStream(session, session.stream, streamReason);
     if (this.#sessions.get(session.id) === session) this.#sessions.delete(session.id);
     const own = this.#byPrincipal.get(session.principal);
     if (own !== undefined && own.delete(session) && own.size === 0) this.#byPrincipal.delete(session.principal);
@@ -279,6 +361,16 @@ export class LegacySessions {
   async #touch(session: LiveSession, now: number): Promise<void> {
     session.lastActivity = now;
     await this.#init.store.update(session.id, { lastActivity: now });
+  }
+}
+
+/** Runs `work`; resolves with `{ cause }` if it threw or rejected, else with `undefined`. */
+async function settle(work: () => unknown): Promise<{ readonly cause: unknown } | undefined> {
+  try {
+    await work();
+    return undefined;
+  } catch (cause) {
+    return { cause };
   }
 }
 
