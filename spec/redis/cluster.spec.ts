@@ -158,10 +158,10 @@ test('serve --workers 2 --redis on two machines: one worker of the fleet watches
     const nodes = [serveMachine('one', path.join(tmp, 'data')), serveMachine('two', path.join(tmp, 'data'))];
     const urls: string[] = [];
     for (const node of nodes) {
-      await eventually(() => /^fleet: redis up/m.test(node.out()) && /^mcp-rx-streams listening on /m.test(node.out()), 10_000, `a machine up:\n${node.out()}${node.err()}`);
+      await eventually(() => /INFO: connected to Redis at /.test(node.err()) && /^mcp-rx-streams listening on /m.test(node.out()), 10_000, `a machine up:\n${node.out()}${node.err()}`);
       urls.push(/^mcp-rx-streams listening on (\S+)$/m.exec(node.out())![1]!);
     }
-    await eventually(() => nodes.some((node) => /^cluster: worker \d+ watches the folder$/m.test(node.err())), 5000, 'a watcher');
+    await eventually(() => nodes.some((node) => /INFO: cluster: worker \d+ watches the folder$/m.test(node.err())), 5000, 'a watcher');
     const uri = pathToFileURL(todo).href;
     const streams: SseConnection[] = [];
     for (const [m, url] of urls.entries()) for (let i = 0; i < 2; i++) streams.push(await listen(url, streams.length + 1, uri, `127.0.0.${30 + 2 * m + i}`));
@@ -169,7 +169,7 @@ test('serve --workers 2 --redis on two machines: one worker of the fleet watches
     for (const stream of streams) await stream.until((c) => c.text.includes('resources/updated'), 5000, 'the change');
     await sleep(300);
     for (const stream of streams) assert.equal(count(stream.text, 'resources/updated'), 1, stream.text);
-    const watchers = nodes.map((node) => (node.err().match(/^cluster: worker \d+ watches the folder$/gm) ?? []).length);
+    const watchers = nodes.map((node) => (node.err().match(/INFO: cluster: worker \d+ watches the folder$/gm) ?? []).length);
     assert.deepEqual(watchers.sort(), [0, 1], 'one worker of the fleet watches the folder');
     for (const stream of streams) stream.destroy();
     for (const node of nodes) node.stop('SIGTERM');
