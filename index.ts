@@ -33,7 +33,7 @@ export { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from './lib/protoco
 export type { ServerInfo } from './lib/protocol.js';
 export type { EndpointRequest, MethodHandler, ParsedBody, RequestContext } from './lib/context.js';
 export { StreamSlots } from './lib/slots.js';
-export type { Slot } from './lib/slots.js';
+export type { SharedSlots, Slot } from './lib/slots.js';
 export { PrincipalRegistry } from './lib/principals.js';
 export type { Admission, PrincipalCap } from './lib/principals.js';
 export { addressBucket, anonymous, AuthError } from './lib/auth.js';

@@ -6,8 +6,10 @@
 // is accepted cannot drift apart. A command-line mistake is one line on stderr naming the flag, exit
 // code 2; a failure after start (a port in use, Redis not there within --redis-timeout), exit code 1.
 import { stat } from 'node:fs/promises';
+import cluster from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError, McpRxError } from '../lib/errors.js';
@@ -99,6 +101,16 @@ function nodeId(text: string, flag: string): string {
   return text;
 }
 
+/** `--workers`: `auto` (the machine's available parallelism) or a number of worker processes. */
+function workerCount(text: string, flag: string): number {
+  if (text === 'auto') return availableParallelism();
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < 1 || value > MAX_WORKERS) throw new UsageError(`--${flag} must be auto or an integer from 1 to ${MAX_WORKERS} (worker processes), got ${JSON.stringify(text)}`);
+  return value;
+}
+
+const MAX_WORKERS = 1024;
+
 /** `--trust-proxy`: a hop count, or a comma-separated list of proxy addresses and ranges. */
 function trustProxy(text: string, flag: string): number | string[] {
   if (/^\d+$/.test(text)) return integer(0, Number.MAX_SAFE_INTEGER, 'proxy hops')(text, flag);
@@ -177,6 +189,15 @@ const SERVE_FLAGS: readonly Flag[] = [
   { name: 'max-subscriptions-per-session', value: 'N', unit: 'URIs', default: String(DEFAULT_SESSION_OPTIONS.maxSubscriptionsPerSession), description: 'resources/subscribe URIs per legacy session; beyond it -32602', parse: count },
   { name: 'max-sessions-per-principal', value: 'N', unit: 'sessions', default: String(DEFAULT_SESSION_OPTIONS.maxSessionsPerPrincipal), description: "legacy sessions (and so GET streams) one principal holds; an initialize beyond it ends that principal's least recently used session", parse: count },
   { name: 'reconnect-delay', value: 'MS', unit: 'milliseconds', default: String(DEFAULT_SESSION_OPTIONS.reconnectDelay), description: 'the SSE retry: a legacy GET stream of a 2025-11-25 session opens with (how long its client waits before reconnecting)', parse: milliseconds() },
+  {
+    name: 'workers',
+    value: 'N',
+    unit: 'processes, or auto = the machine\'s available parallelism',
+    default: '1 (one process)',
+    description:
+      'serve on N node:cluster workers sharing the port; this process (the primary) shares the hub, the caps, the legacy sessions and their replay logs between them, gives one the folder watch, and starts again a worker that dies (docs/cluster.md); with --redis the machine is one node of the fleet',
+    parse: workerCount,
+  },
   { name: 'redis', value: 'URL', default: 'none (one process)', description: 'run as one node of a fleet sharing this Redis (redis:// or rediss://); see docs/fleet.md', parse: redisUrl },
   { name: 'node-id', value: 'ID', default: 'a random UUID', description: "this node's name in the fleet (no whitespace, no \":\"); only with --redis", parse: nodeId },
   { name: 'watch-lease-ttl', value: 'MS', unit: 'milliseconds', default: '5000', description: 'how long the folder-watch lease outlives its holder; only with --redis', parse: milliseconds(30) },
@@ -293,7 +314,7 @@ function read(command: Command, argv: string[]): { values: Map<string, unknown>;
 const camel = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
 /** Flags that are the command's own, not options of `startReferenceServer`. */
-const CLI_ONLY = new Set(['demo', 'stdio', 'redis-timeout', 'metrics-port', 'metrics-host', 'admin-token', 'log-level', 'log-format', 'help']);
+const CLI_ONLY = new Set(['demo', 'stdio', 'redis-timeout', 'metrics-port', 'metrics-host', 'admin-token', 'log-level', 'log-format', 'workers', 'help']);
 
 /**
  * The `serve` flags that mean nothing on stdio: the HTTP listener and its requests (a pipe has no
@@ -304,7 +325,7 @@ const CLI_ONLY = new Set(['demo', 'stdio', 'redis-timeout', 'metrics-port', 'met
 const HTTP_ONLY = [
   'port', 'host', 'token-secret', 'trust-proxy', 'cors-origins', 'body-timeout', 'metrics-port', 'metrics-host', 'admin-token',
   'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'max-sessions', 'max-sessions-per-principal', 'reconnect-delay',
-  'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout',
+  'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'workers',
 ];
 const FLEET_ONLY = ['node-id', 'watch-lease-ttl', 'redis-timeout'];
 const METRICS_ONLY = ['metrics-host', 'admin-token'];
@@ -341,12 +362,19 @@ async function serve(argv: string[]): Promise<void> {
   // With --redis the server starts at once and the fleet connects in the background.
   if (redis !== undefined) options.redisConnectTimeout = 0;
   if (values.get('stdio') === true) return serveStdio(options, { level: values.get('log-level') as LogLevel | undefined, format: values.get('log-format') as LogFormat | undefined });
+  const workers = values.get('workers') as number | undefined;
+  if (workers !== undefined && workers > 1 && values.has('metrics-port')) {
+    throw new UsageError('--metrics-port cannot go with --workers: each worker would answer /metrics with its own figures on the shared port');
+  }
 
   // Logs go to stderr (stdout has the one line that says the server is up, and the metrics URL).
   const { cliLogger } = await import('./cliLog.js');
   const { logTo } = await import('./logTo.js');
   const logger = cliLogger((values.get('log-level') as LogLevel | undefined) ?? 'info', (values.get('log-format') as LogFormat | undefined) ?? 'pretty');
   const stopLogging = logTo(logger);
+  if (workers !== undefined && workers > 1) {
+    return cluster.isPrimary ? serveMachine(options, workers, values.get('redis-timeout') as number | undefined, logger, stopLogging) : serveWorker(options, logger);
+  }
   options.logger = logger;
   const { startReferenceServer } = await import('./reference/server.js');
   const server = await startReferenceServer(options as ReferenceServerOptions);
@@ -407,6 +435,69 @@ async function serve(argv: string[]): Promise<void> {
       },
     });
   }
+}
+
+/**
+ * `serve --workers N` in the primary: the machine's shared state and N workers on one port (see
+ * `adapters/reference/primary.ts`). stdout says where it listens, as one process does; the log
+ * (stderr) says what happens to the workers (`cluster: …`) and, with `--redis`, to the fleet.
+ * SIGINT/SIGTERM stop every worker gracefully (their streams get their closing frames), then the
+ * primary, exit code 0.
+ */
+async function serveMachine(options: Record<string, unknown>, workers: number, redisTimeout: number | undefined, logger: CliLogger, stopLogging: () => void): Promise<void> {
+  const { startReferencePrimary } = await import('./reference/primary.js');
+  const redis = options.redis as string | undefined;
+  const machine = await startReferencePrimary({ ...(options as object), workers, dir: options.dir as string, say: (line) => logger.info({ event: 'cluster' }, line) });
+  let fleetLog: { stop(): void } | undefined;
+  let stopping = false;
+  const stop = (code: number, why: string) => {
+    if (stopping) return;
+    stopping = true;
+    fleetLog?.stop();
+    logger.info({ event: 'stopping', why }, `stopping (${why}): every worker closes its streams with their closing frames (reason shutdown)`);
+    machine.close().then(
+      () => {
+        logger.info({ event: 'stopped' }, 'stopped');
+        stopLogging();
+        process.exit(code);
+      },
+      (error: unknown) => {
+        logger.error({ event: 'stopped', err: error }, 'stopped with an error while closing');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => stop(0, 'SIGINT'));
+  process.once('SIGTERM', () => stop(0, 'SIGTERM'));
+  process.stdout.write(`mcp-rx-streams listening on ${machine.url}\n`);
+  logger.info({ event: 'listening', url: machine.url, workers, dir: path.resolve(options.dir as string) }, `${workers} workers serve ${path.resolve(options.dir as string)} on ${machine.url}`);
+  if (machine.fleet !== undefined) {
+    const { logFleet } = await import('./reference/fleetLog.js');
+    fleetLog = logFleet(machine.fleet, redis!, logger, {
+      timeout: redisTimeout,
+      giveUp: (message) => {
+        logger.error({ event: 'fatal' }, message);
+        stop(1, 'Redis unreachable');
+      },
+    });
+  }
+}
+
+/**
+ * `serve --workers N` in a worker: the reference server on the machine's parts (the primary holds
+ * Redis, if any). It says nothing on stdout (the primary does); its log lines go to stderr, as the
+ * primary's. Stops like one process on SIGINT/SIGTERM.
+ */
+async function serveWorker(options: Record<string, unknown>, logger: CliLogger): Promise<void> {
+  const { redis: _redis, nodeId: _nodeId, watchLeaseTtl: _ttl, redisConnectTimeout: _timeout, ...own } = options;
+  const { startReferenceServer } = await import('./reference/server.js');
+  const server = await startReferenceServer({ ...own, cluster: true, logger } as ReferenceServerOptions);
+  const stop = () => server.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
 }
 
 /**

@@ -60,6 +60,50 @@ export interface HubBus {
   connect(deliver: (event: HubEvent) => void, resync?: () => void): () => void;
 }
 
+/**
+ * The hubs a {@link HubBus} is connected to, for bus implementations: `connect` is the bus's own,
+ * and `deliver` / `resync` hand an event or a gap to every connected hub, a failing one reported on
+ * `channels.error` without stopping the others.
+ * @internal
+ */
+export class HubBusTargets {
+  readonly #deliverers = new Set<(event: HubEvent) => void>();
+  readonly #resyncers = new Set<() => void>();
+
+  /** What `HubBus.connect` does: starts handing events to `deliver` and gaps to `resync`; returns the function that stops it. */
+  connect(deliver: (event: HubEvent) => void, resync?: () => void): () => void {
+    // Wrapped: the same function connected twice is two connections, each stopped by its own.
+    const entry = (event: HubEvent) => deliver(event);
+    const gap = resync === undefined ? undefined : () => resync();
+    this.#deliverers.add(entry);
+    if (gap !== undefined) this.#resyncers.add(gap);
+    return () => {
+      this.#deliverers.delete(entry);
+      if (gap !== undefined) this.#resyncers.delete(gap);
+    };
+  }
+
+  deliver(event: HubEvent): void {
+    for (const deliver of this.#deliverers) {
+      try {
+        deliver(event);
+      } catch (error) {
+        reportError('hub', error);
+      }
+    }
+  }
+
+  resync(): void {
+    for (const resync of this.#resyncers) {
+      try {
+        resync();
+      } catch (error) {
+        reportError('hub', error);
+      }
+    }
+  }
+}
+
 /** Options of {@link Hub}. */
 export interface HubOptions {
   /** Relays events to and from other nodes; default none (in-process only). */

@@ -1,5 +1,6 @@
 import { positiveInteger } from './validate.js';
-import type { MessageFrame } from './frame.js';
+import type { MessageFrame, TopicKind } from './frame.js';
+import type { JsonRpcMessage } from './jsonrpc.js';
 
 /**
  * Where a legacy session's frames get their SSE event ids and where a reconnect reads them back.
@@ -20,6 +21,26 @@ export interface EventLog {
    * Optional for custom logs; without it such a stream primes with `retry:` only.
    */
   newestId?(): string | Promise<string>;
+}
+
+/**
+ * A frame read back from a log kept outside this process (Redis, a cluster's primary), as a legacy
+ * GET stream replays it: its id, and its JSON as it was written the first time (`encoded.plain`),
+ * so that it is written byte for byte again; its topic and coalescing key when it had them.
+ * @throws SyntaxError when `plain` is not JSON.
+ * @internal
+ */
+export function loggedFrame(eventId: string, plain: string, topic: TopicKind | null, coalesceKey: string | null): MessageFrame {
+  const frame: MessageFrame = {
+    type: 'message',
+    message: JSON.parse(plain) as JsonRpcMessage,
+    priority: 'notification',
+    ...(topic === null ? {} : { topic }),
+    ...(coalesceKey === null ? {} : { coalesceKey }),
+    encoded: Object.freeze({ plain, head: '', tail: '' }),
+    eventId,
+  };
+  return Object.freeze(frame);
 }
 
 /** True for a Promise or any other thenable (what an asynchronous {@link EventLog} returns). */
@@ -114,10 +135,12 @@ export class ReplayBuffer implements EventLog {
 
 /**
  * `frame` with `eventId` set. A hub notification (pre-encoded, untagged) has exactly the members
- * below: a literal of that one shape is several times faster per frame than a spread, and gives
- * the same object. Anything else is spread.
+ * below: a literal of that one shape is several times faster per frame than a spread (and than
+ * every frame written after it: the encoder then reads one shape of frame), and gives the same
+ * object. Anything else is spread. What every event log stamps its frames with.
+ * @internal
  */
-function stamp(frame: MessageFrame, eventId: string): MessageFrame {
+export function stamp(frame: MessageFrame, eventId: string): MessageFrame {
   if (
     frame.encoded !== undefined &&
     frame.priority === 'notification' &&

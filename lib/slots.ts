@@ -6,6 +6,23 @@ export interface Slot {
 }
 
 /**
+ * A {@link StreamSlots} pool that other processes share (the workers of one machine, see
+ * `mcp-rx-streams/cluster`): whoever counts its places for all of them must be asked, so a place
+ * is taken asynchronously. The endpoint awaits `acquire()` for such a pool where it would call
+ * `tryAcquire()`, before the stream is admitted: the cap holds across the processes, and a client
+ * is refused (503) only when every place of every process is taken.
+ */
+export interface SharedSlots {
+  /** Takes a place of the shared pool, or resolves `undefined` when all are held. */
+  acquire(): Promise<Slot | undefined>;
+}
+
+/** True when `slots` is shared with other processes ({@link SharedSlots}): its places are taken with `acquire()`. @internal */
+export function isShared(slots: StreamSlots): slots is StreamSlots & SharedSlots {
+  return typeof (slots as Partial<SharedSlots>).acquire === 'function';
+}
+
+/**
  * The server-wide pool of long-lived streams (DESIGN M9, default 1000 places).
  *
  * Listen streams take a slot before they open and give it back when they end, whatever the

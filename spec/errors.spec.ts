@@ -9,6 +9,7 @@ import * as main from '../index.js';
 import * as metrics from '../adapters/metrics/index.js';
 import * as otel from '../adapters/otel/index.js';
 import * as redis from '../adapters/redis/index.js';
+import * as cluster from '../adapters/cluster/index.js';
 import { ResourceTooLargeError } from '../adapters/reference/files.js';
 import { HttpError } from '../lib/httpError.js';
 import { JsonRpcError } from '../lib/jsonrpc.js';
@@ -35,6 +36,8 @@ const SAMPLES = new Map<ErrorClass, () => Error>([
   [main.MissingClientAddressError, () => new main.MissingClientAddressError('http://127.0.0.1/mcp')],
   [metrics.MissingPeerDependencyError, () => new metrics.MissingPeerDependencyError('prom-client', 'mcp-rx-streams/metrics', undefined)],
   [client.ListenClientError, () => new client.ListenClientError('the server answered 404', { status: 404, body: 'not found' })],
+  [cluster.ClusterError, () => new cluster.ClusterError('store.create', 'the machine holds maxSessions (2) sessions', true)],
+  [cluster.SharedSlotsError, () => new cluster.SharedSlotsError()],
   [main.RevokeRelayError, () => new main.RevokeRelayError({ streams: 2, sessions: 1 }, new Error('Redis is not connected'))],
   // Not exported from an entry, but thrown by the endpoint and the reference server.
   [HttpError, () => new HttpError(404, new JsonRpcError(-32001, 'session not found'))],
@@ -44,7 +47,7 @@ const SAMPLES = new Map<ErrorClass, () => Error>([
 /** Every exported class whose instances are Errors. */
 function exportedErrorClasses(): ErrorClass[] {
   const found = new Set<ErrorClass>();
-  for (const entry of [main, client, metrics, otel, redis] as Record<string, unknown>[]) {
+  for (const entry of [main, client, metrics, otel, redis, cluster] as Record<string, unknown>[]) {
     for (const value of Object.values(entry)) {
       if (typeof value === 'function' && value.prototype instanceof Error) found.add(value as ErrorClass);
     }
@@ -54,7 +57,7 @@ function exportedErrorClasses(): ErrorClass[] {
 
 test('the entries export the error classes this spec knows (the walk finds them)', () => {
   const names = exportedErrorClasses().map((c) => c.name).sort();
-  for (const name of ['AuthError', 'FrameEncodingError', 'InvalidOptionError', 'ListenClientError', 'McpRxError', 'MissingClientAddressError', 'MissingPeerDependencyError', 'RestoreError']) {
+  for (const name of ['AuthError', 'ClusterError', 'FrameEncodingError', 'InvalidOptionError', 'ListenClientError', 'McpRxError', 'MissingClientAddressError', 'MissingPeerDependencyError', 'RestoreError', 'SharedSlotsError']) {
     assert.ok(names.includes(name), `${name} not found among ${names.join(', ')}`);
   }
 });
@@ -87,6 +90,8 @@ test('info carries the facts of the case', () => {
   assert.deepEqual(new main.RestoreError('file:///a', new Error('x')).info, { uri: 'file:///a' });
   assert.deepEqual(new HttpError(413, new JsonRpcError(-32600, 'too large')).info, { status: 413, rpcCode: -32600 });
   assert.deepEqual(new main.FrameEncodingError('event', 'a\rb').info, { field: 'event', value: 'a\rb' });
+  assert.deepEqual(new cluster.ClusterError('store.create', 'full', true).info, { op: 'store.create', capacity: true });
+  assert.deepEqual(new cluster.ClusterError('slot', 'the channel to the primary is closed').info, { op: 'slot' });
 });
 
 test('the errors outside the base say why', () => {

@@ -18,6 +18,7 @@ import * as client from '../client.js';
 import * as main from '../index.js';
 import * as metrics from '../adapters/metrics/index.js';
 import * as redis from '../adapters/redis/index.js';
+import * as cluster from '../adapters/cluster/index.js';
 import * as sdk from '../adapters/sdk/index.js';
 import * as ws from '../adapters/channel/ws.js';
 import * as otel from '../adapters/otel/index.js';
@@ -333,6 +334,32 @@ const ENTRIES: readonly Entry[] = [
     notFactories: {},
   },
   {
+    // Every option is optional: a call without any would start serving (a primary) or wait for one (a worker).
+    name: 'mcp-rx-streams/cluster',
+    module: cluster,
+    factories: {
+      clusterPrimary: [
+        { what: 'a number instead of the options', call: () => cluster.clusterPrimary(4 as never), option: 'clusterPrimary options' },
+        { what: 'an unknown option', call: () => cluster.clusterPrimary({ maxStream: 4 } as never), option: 'maxStream', says: /maxStreams/ },
+        { what: 'maxStreams zero', call: () => cluster.clusterPrimary({ maxStreams: 0 }), option: 'maxStreams' },
+        { what: 'maxSessionsPerPrincipal a string', call: () => cluster.clusterPrimary({ maxSessionsPerPrincipal: '2' as never }), option: 'maxSessionsPerPrincipal' },
+        { what: 'sessionIdleTimeout negative', call: () => cluster.clusterPrimary({ sessionIdleTimeout: -1 }), option: 'sessionIdleTimeout' },
+        { what: 'a nodeId with a space', call: () => cluster.clusterPrimary({ nodeId: 'node a' }), option: 'nodeId' },
+        { what: 'bus without publish and connect', call: () => cluster.clusterPrimary({ bus: {} as never }), option: 'bus', says: /HubBus/ },
+        { what: 'principals without admit', call: () => cluster.clusterPrimary({ principals: {} as never }), option: 'principals' },
+        { what: 'eventLog a ReplayBuffer', call: () => cluster.clusterPrimary({ eventLog: new main.ReplayBuffer() as never }), option: 'eventLog' },
+        { what: 'lease a RedisLease instead of a function of the key', call: () => cluster.clusterPrimary({ lease: { held$: of(true) } as never }), option: 'lease' },
+      ],
+      clusterWorker: [
+        { what: 'a number instead of the options', call: () => cluster.clusterWorker(5000 as never), option: 'clusterWorker options' },
+        { what: 'an unknown option', call: () => cluster.clusterWorker({ timout: 10 } as never), option: 'timout', says: /timeout/ },
+        { what: 'timeout zero', call: () => cluster.clusterWorker({ timeout: 0 }), option: 'timeout' },
+        { what: 'capacityRetryAfter a string', call: () => cluster.clusterWorker({ capacityRetryAfter: '5000' as never }), option: 'capacityRetryAfter' },
+      ],
+    },
+    notFactories: {},
+  },
+  {
     name: 'mcp-rx-streams/metrics',
     module: metrics,
     factories: {
@@ -442,12 +469,15 @@ const ENTRIES: readonly Entry[] = [
         { what: 'a dir number', call: () => start({ dir: 5 }), option: 'dir' },
         { what: 'an empty tokenSecret', call: () => start({ tokenSecret: '' }), option: 'tokenSecret' },
         { what: 'redis a number', call: () => start({ redis: 6379 }), option: 'redis' },
+        { what: 'cluster a string', call: () => start({ cluster: 'yes' }), option: 'cluster' },
+        { what: 'cluster with redis (the primary is the fleet node)', call: () => start({ cluster: true, redis: 'redis://127.0.0.1:9' }), option: 'cluster', says: /primary/ },
         { what: 'maxReadBytes zero', call: () => start({ maxReadBytes: 0 }), option: 'maxReadBytes' },
         { what: 'keepAliveInterval negative', call: () => start({ keepAliveInterval: -1 }), option: 'keepAliveInterval' },
       ],
     },
     notFactories: {
       openReference: "startReferenceServer's own first half (internal, also serve --stdio's): the same checks, its rows above",
+      openFleet: "startReferenceServer's Redis parts (internal, also serve --workers --redis's primary): given values startReferenceServer or the CLI checked",
     },
   },
 ];

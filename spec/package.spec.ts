@@ -13,7 +13,7 @@ import { test } from 'uvu';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['.', './client', './redis', './metrics', './otel', './sdk', './ws'] as const;
+const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './otel', './sdk', './ws'] as const;
 const specifier = (entry: string) => (entry === '.' ? 'mcp-rx-streams' : `mcp-rx-streams/${entry.slice(2)}`);
 
 let work: string;
@@ -112,6 +112,7 @@ const EXPECTED: Record<(typeof ENTRIES)[number], string[]> = {
   '.': ['Hub', 'McpEndpoint', 'nodeHandler', 'webHandler', 'keepAlive', 'channels', 'encodeFrame'],
   './client': ['listen', 'openSse', 'parseSse', 'SseParser', 'ListenClientError'],
   './redis': ['RedisBus', 'RedisLease', 'RedisSessionStore', 'redisChannels'],
+  './cluster': ['clusterPrimary', 'clusterWorker', 'ClusterError'],
   './metrics': ['collectMetrics', 'MissingPeerDependencyError'],
   './otel': ['collectOtelMetrics', 'traceListens', 'MissingPeerDependencyError'],
   './sdk': ['sdkRouter', 'HubEventBus', 'replayEventStore', 'eventLogStore', 'ResourceUpdates'],
@@ -152,6 +153,9 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
   assert.ok(main.has('rxjs'));
   assert.ok((await reached('dist/client.js')).has('undici'));
   assert.ok((await reached('dist/adapters/redis/index.js')).has('ioredis'));
+  // A machine's cluster needs node:cluster and what the main entry loads: nothing to install.
+  const cluster = await reached('dist/adapters/cluster/index.js');
+  for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client', 'ws']) assert.equal(cluster.has(heavy), false, `the cluster entry reaches ${heavy}: ${[...cluster].join(', ')}`);
   assert.ok((await reached('dist/adapters/metrics/index.js')).has('prom-client'));
   assert.ok((await reached('dist/adapters/channel/ws.js')).has('ws'));
   assert.ok((await reached('dist/adapters/otel/index.js')).has('@opentelemetry/api'));
@@ -169,6 +173,7 @@ test('TypeScript: the types resolve under node16, bundler and (CommonJS) nodenex
 import { Hub, McpEndpoint, nodeHandler, type McpEndpointOptions, type Frame } from ${from('.')};
 import { listen, type ListenClientOptions, type ParsedSseEvent } from ${from('./client')};
 import { RedisBus, type RedisBusOptions } from ${from('./redis')};
+import { clusterPrimary, type ClusterWorker } from ${from('./cluster')};
 import { collectMetrics, type MetricsBridge } from ${from('./metrics')};
 import { collectOtelMetrics, traceListens, type OtelMetricsBridge } from ${from('./otel')};
 import { metrics, trace } from '@opentelemetry/api';
@@ -184,6 +189,8 @@ const handler: (req: import('node:http').IncomingMessage, res: import('node:http
 const client: ListenClientOptions = { url: 'http://127.0.0.1:3000/mcp', notifications: { toolsListChanged: true } };
 const stream: Observable<unknown> = listen(client);
 const redis: RedisBusOptions = { redis: 'redis://127.0.0.1:6379' };
+const machine: typeof clusterPrimary = clusterPrimary;
+const worker = (node: ClusterWorker) => new McpEndpoint({ hub: new Hub({ bus: node.bus }), ...node.endpointOptions });
 const bridge: MetricsBridge = collectMetrics(new Registry(), endpoint);
 const otel: OtelMetricsBridge = collectOtelMetrics(metrics.getMeter('check'), endpoint);
 traceListens(trace.getTracer('check')).close();
@@ -193,7 +200,7 @@ const channel: (socket: WebSocketLike) => MessageChannel = webSocketChannel;
 const stdio: typeof serveStdio = serveStdio;
 // @ts-expect-error a frame is not a number
 const wrong: Frame = 1;
-export { handler, stream, redis, bridge, otel, store, router, channel, stdio, wrong, RedisBus };
+export { handler, stream, redis, machine, worker, bridge, otel, store, router, channel, stdio, wrong, RedisBus };
 export type { ParsedSseEvent };
 `;
   const esm = use((entry) => `'${specifier(entry)}'`);

@@ -477,11 +477,11 @@ export class McpEndpoint {
     return this.#call(id, method, params, context, 200);
   }
 
-  #sessionStream(legacy: LegacySessions, session: LiveSession, request: EndpointRequest, context: RequestContext): EndpointResponse {
+  async #sessionStream(legacy: LegacySessions, session: LiveSession, request: EndpointRequest, context: RequestContext): Promise<EndpointResponse> {
     if (!acceptsEventStream(request.header('accept'))) {
       return jsonError(406, null, new JsonRpcError(ErrorCode.InvalidRequest, 'the GET stream requires Accept: text/event-stream'));
     }
-    const stream = legacy.stream(session, request.header('last-event-id'), context, this.#shutdown);
+    const stream = await legacy.stream(session, request.header('last-event-id'), context, this.#shutdown);
     if (stream === undefined) throw this.#closed ? shutdownRefusal() : capacityRefusal('stream', this.#capacityRetryAfter);
     return { kind: 'stream', status: 200, headers: SSE_HEADERS, ...stream };
   }

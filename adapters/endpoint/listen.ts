@@ -8,7 +8,7 @@ import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
 import { completedListen, type ListenPlans, servedListen } from '../../operators/listenPipeline.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
-import type { Slot, StreamSlots } from '../../lib/slots.js';
+import { isShared, type SharedSlots, type Slot, type StreamSlots } from '../../lib/slots.js';
 import { channels, reportError, type ListenTrace } from '../../lib/telemetry.js';
 import type { ResourceAccess } from './authorize.js';
 import type { ListenStreamInfo, StreamsOptions } from './inspect.js';
@@ -155,13 +155,15 @@ export class ListenStreams {
     if (this.#closed) throw shutdownRefusal(id);
     // M9: a full server is a capacity problem, answered before anyone is superseded.
     const { slots, principals, capacityRetryAfter } = this.#init;
-    if (slots.inUse >= slots.capacity) throw capacityRefusal('stream', capacityRetryAfter, id);
+    // A pool other processes share (a cluster's) is asked first: its place is this listen's slot.
+    const shared = isShared(slots) ? await this.#acquireShared(slots, id) : undefined;
+    if (shared === undefined && slots.inUse >= slots.capacity) throw capacityRefusal('stream', capacityRetryAfter, id);
     // M8, at every instant: the stream counts against its principal from the moment it takes a
     // slot. Admitted first, so that the principal's streams it supersedes give their slots back
     // (at once: see QueueStage's stall grace of 0) before this one takes its own; a principal at
     // its cap never holds one slot more, even while this listen is still being authorized.
     const admission = principals.admit(context.auth.principal);
-    const slot = slots.tryAcquire();
+    const slot = shared ?? slots.tryAcquire();
     if (slot === undefined) {
       // Only if a shared pool was taken from inside the supersede: refuse as full.
       admission.release();
@@ -187,6 +189,19 @@ export class ListenStreams {
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
     return this.#listenResponse(id, authorized, context.auth, pending, lease, plans, trace);
+  }
+
+  /**
+   * A place of a pool other processes share (`SharedSlots`), asked for before anyone is superseded
+   * (M9); a full pool, or an endpoint closed meanwhile, refuses the listen.
+   * @throws HttpError 503 when the pool is full (with its retry time) or the endpoint closed.
+   */
+  async #acquireShared(slots: SharedSlots, id: JsonRpcId): Promise<Slot> {
+    const slot = await slots.acquire();
+    if (slot === undefined) throw capacityRefusal('stream', this.#init.capacityRetryAfter, id);
+    if (!this.#closed) return slot;
+    slot.release();
+    throw shutdownRefusal(id);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { Subject, type Observable } from 'rxjs';
-import type { HubBus, HubEvent } from '../../lib/hub.js';
+import { type HubBus, HubBusTargets, type HubEvent } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
 import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, dropConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 import { tryParseJson } from '../../lib/jsonrpc.js';
@@ -143,8 +143,7 @@ export class RedisBus implements HubBus {
   readonly #batch: number;
   readonly #checkInterval: number;
   readonly #retryDelay: number;
-  readonly #deliverers = new Set<(event: HubEvent) => void>();
-  readonly #resyncers = new Set<() => void>();
+  readonly #hubs = new HubBusTargets();
   readonly #resyncs = new Subject<ResyncEvent>();
   readonly #started: Promise<void>;
   #onStarted: () => void = () => undefined;
@@ -228,14 +227,7 @@ export class RedisBus implements HubBus {
 
   /** Starts handing other nodes' events to `deliver`, and gaps to `resync`; returns the function that stops it. */
   connect(deliver: (event: HubEvent) => void, resync?: () => void): () => void {
-    const entry = (event: HubEvent) => deliver(event);
-    const gap = resync === undefined ? undefined : () => resync();
-    this.#deliverers.add(entry);
-    if (gap !== undefined) this.#resyncers.add(gap);
-    return () => {
-      this.#deliverers.delete(entry);
-      if (gap !== undefined) this.#resyncers.delete(gap);
-    };
+    return this.#hubs.connect(deliver, resync);
   }
 
   /** Closes both connections (waiting for the acknowledgments still due); idempotent. What is still in the outbox is lost. */
@@ -392,13 +384,7 @@ export class RedisBus implements HubBus {
       this.#resync('sequence');
     }
     this.#stats.received++;
-    for (const deliver of this.#deliverers) {
-      try {
-        deliver(event);
-      } catch (error) {
-        reportError('hub', error);
-      }
-    }
+    this.#hubs.deliver(event);
     return gap;
   }
 
@@ -406,13 +392,7 @@ export class RedisBus implements HubBus {
     // Every origin starts afresh: what it sends next is not a gap, the resync covered it.
     this.#seen.clear();
     const event: ResyncEvent = { reason, resyncs: ++this.#stats.resyncs };
-    for (const resync of this.#resyncers) {
-      try {
-        resync();
-      } catch (error) {
-        reportError('hub', error);
-      }
-    }
+    this.#hubs.resync();
     reportResync(event);
     this.#resyncs.next(event);
   }

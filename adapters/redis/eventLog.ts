@@ -1,8 +1,7 @@
 import type { Redis } from 'ioredis';
 import { encodeMessage } from '../../lib/encode.js';
 import type { MessageFrame, TopicKind } from '../../lib/frame.js';
-import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
-import type { EventLog } from '../../lib/replayBuffer.js';
+import { type EventLog, loggedFrame, stamp } from '../../lib/replayBuffer.js';
 import { checkCount, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 import { sessionKeys } from './sessionStore.js';
 
@@ -114,7 +113,7 @@ class RedisEventLog implements EventLog {
     // JSON.stringify escapes line breaks: the first one in the entry ends the header.
     const entry = `${JSON.stringify([frame.topic ?? null, frame.coalesceKey ?? null])}\n${plain}`;
     const id = await this.connection.eval(APPEND, 2, this.keys.record, this.keys.log, this.capacity, this.ttl, entry);
-    return { ...frame, eventId: String(id) };
+    return stamp(frame, String(id));
   }
 
   async after(lastEventId: string | null | undefined): Promise<readonly MessageFrame[]> {
@@ -138,17 +137,7 @@ function parseEntry(entry: string): MessageFrame | undefined {
   if (!DECIMAL.test(eventId)) return undefined;
   try {
     const [topic, coalesceKey] = JSON.parse(entry.slice(space + 1, newline)) as [TopicKind | null, string | null];
-    const plain = entry.slice(newline + 1);
-    const frame: MessageFrame = {
-      type: 'message',
-      message: JSON.parse(plain) as JsonRpcMessage,
-      priority: 'notification',
-      ...(topic === null ? {} : { topic }),
-      ...(coalesceKey === null ? {} : { coalesceKey }),
-      encoded: Object.freeze({ plain, head: '', tail: '' }),
-      eventId,
-    };
-    return Object.freeze(frame);
+    return loggedFrame(eventId, entry.slice(newline + 1), topic, coalesceKey);
   } catch {
     return undefined;
   }

@@ -151,18 +151,25 @@ export class FileResources {
    */
   async list(scopes: ReadonlySet<string>): Promise<ResourceDescriptor[]> {
     const watching = this.#watch;
-    if (watching) {
-      await watching.ready;
-    } else {
-      const fresh = await this.#tree.scan();
-      if (!this.#watch) this.#tree.replace(fresh);
-    }
+    if (watching) await watching.ready;
+    else await this.rescan();
     const out: ResourceDescriptor[] = [];
     for (const [uri, p] of this.#tree.uris()) {
       if (!this.canRead(uri, scopes)) continue;
       out.push(describe(this.root, uri, p, this.#tree.kindOf(p) ?? 'file'));
     }
     return out.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+  }
+
+  /**
+   * Rescans the directory, unless `changes()` is subscribed (the watched set follows the disk by
+   * itself): what a server that does not watch does when it hears, from the one that does, that the
+   * list of files changed (a machine's cluster watches its folder from one worker).
+   */
+  async rescan(): Promise<void> {
+    if (this.#watch) return;
+    const fresh = await this.#tree.scan();
+    if (!this.#watch) this.#tree.replace(fresh);
   }
 
   /**

@@ -16,14 +16,16 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import { DEFAULT_SESSION_OPTIONS, resolveSessionOptions, type SessionOptions } from '../endpoint/legacy/sessionOptions.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
-import { implementing, milliseconds, nonNegativeInteger, options as validOptions, port as validPort, string } from '../../lib/validate.js';
+import { boolean, implementing, milliseconds, nonNegativeInteger, options as validOptions, port as validPort, string } from '../../lib/validate.js';
 import { resolveFileResourcesOptions } from './fileOptions.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { hubResources, type ResourceTemplate } from '../../lib/resources.js';
 import { answerHeaders, nodeHandler, whenParsed } from '../node.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
+import type { ClusterWorker } from '../cluster/worker.js';
 import { Catalog } from './catalog.js';
+import { workerChanges } from './clusterNode.js';
 import { ensureDemoData, FileResources, ResourceTooLargeError, type FileChange } from './files.js';
 import type { Logger } from '../logTo.js';
 import { redactedUrl } from '../redactedUrl.js';
@@ -73,6 +75,14 @@ export interface ReferenceServerOptions extends Partial<ListenOptions>, Partial<
    * fleet's parts settle when Redis answers). Defaults to 10 000. Only with `redis`.
    */
   readonly redisConnectTimeout?: number;
+  /**
+   * Run as one worker of a machine's `node:cluster` whose primary runs `clusterPrimary()` (what
+   * `serve --workers N` does): the hub, the caps, the legacy sessions and their replay logs are the
+   * machine's (`mcp-rx-streams/cluster`), one worker at a time watches the folder, and every answer
+   * says which worker gave it (`X-Served-By: <worker node id>`). Not with `redis`: with `--workers`,
+   * the primary is the machine's node of the fleet. Default `false`.
+   */
+  readonly cluster?: boolean;
   /**
    * The reverse proxies in front whose `X-Forwarded-For` names the client (a hop count, or their
    * addresses and CIDR ranges); see `McpEndpointOptions.trustProxy`. Default: none (the header is ignored).
@@ -130,6 +140,8 @@ export interface ReferenceCore {
   readonly endpoint: McpEndpoint;
   readonly files: FileResources;
   readonly fleet: Fleet | undefined;
+  /** This worker of a machine's cluster (`cluster`), else `undefined`. */
+  readonly worker: ClusterWorker | undefined;
   /** The folder's changes, published on the hub. */
   readonly watching: Subscription;
   /** True when this start created the directory with the sample files. */
@@ -145,7 +157,7 @@ export interface ReferenceCore {
  */
 export async function openReference(options: ReferenceServerOptions = {}): Promise<ReferenceCore> {
   validOptions('startReferenceServer options', options, REFERENCE_OPTIONS, { like: "{ dir: './demo-data', port: 3000 }" });
-  const { dir = './demo-data', host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, logger, port: _port, ...limits } = options;
+  const { dir = './demo-data', host = '127.0.0.1', tokenSecret, debounceMs, maxReadBytes, redis, nodeId, watchLeaseTtl, redisConnectTimeout, trustProxy, corsOrigins, cluster, logger, port: _port, ...limits } = options;
   checkOptions(options);
   const createdDemoData = await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), {
@@ -154,17 +166,21 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
     ...(logger === undefined ? {} : referenceLogs(logger, path.resolve(dir))),
   });
   let fleet: Fleet | undefined;
+  let worker: ClusterWorker | undefined;
   try {
     fleet = redis === undefined ? undefined : await openFleet(redis, nodeId ?? randomUUID(), watchLeaseTtl, files.root, limits, redisConnectTimeout ?? REDIS_CONNECT_TIMEOUT);
+    worker = cluster === true ? await joinMachine(limits.capacityRetryAfter) : undefined;
   } catch (error) {
     files.close();
     throw error;
   }
-  const hub = new Hub(fleet === undefined ? {} : { bus: fleet.bus });
+  const bus = fleet?.bus ?? worker?.bus;
+  const hub = new Hub(bus === undefined ? {} : { bus });
   // A failed start (a bad option, a port in use) must not leave the watcher or Redis connections open.
   const abort = async (error: unknown): Promise<never> => {
     files.close();
     hub.close();
+    worker?.close();
     await fleet?.close();
     throw error;
   };
@@ -184,6 +200,7 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
       ...(fleet === undefined
         ? {}
         : { principals: fleet.principals, sessionStore: fleet.sessionStore, eventLog: fleet.eventLog, sessionBus: fleet.sessionBus }),
+      ...worker?.endpointOptions,
       serverInfo: SERVER_INFO,
       // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
       resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead, templates: () => fileTemplates(files) })],
@@ -195,7 +212,8 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
     return abort(error);
   }
   const publishes = () => fleet === undefined || fleet.publishes;
-  const watching: Subscription = files.changes().subscribe((change) => {
+  const changes = worker === undefined ? files.changes() : workerChanges(files, hub, worker);
+  const watching: Subscription = changes.subscribe((change) => {
     if (change.kind === 'tools' || change.kind === 'prompts') {
       // A list change only when what is listed changed (a rewrite of the same definitions is none).
       const topic = change.kind;
@@ -209,7 +227,13 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
     }
   });
 
-  return { hub, endpoint, files, fleet, watching, createdDemoData, abort };
+  return { hub, endpoint, files, fleet, worker, watching, createdDemoData, abort };
+}
+
+/** Joins the machine's cluster (mcp-rx-streams/cluster is loaded only then). */
+async function joinMachine(capacityRetryAfter: number | undefined): Promise<ClusterWorker> {
+  const { clusterWorker } = await import('../cluster/worker.js');
+  return clusterWorker(capacityRetryAfter === undefined ? {} : { capacityRetryAfter });
 }
 
 
@@ -252,13 +276,15 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
  *   are checked by the endpoint, after the folder is opened.
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { hub, endpoint, files, fleet, watching, createdDemoData, abort } = await openReference(options);
+  const { hub, endpoint, files, fleet, worker, watching, createdDemoData, abort } = await openReference(options);
   const { port = 3000, host = '127.0.0.1' } = options;
   const handle = nodeHandler(endpoint);
   // Slow headers are cut by node:http, slow bodies by the endpoint's bodyTimeout, and a request
   // answered before its body arrived closes its connection (whenParsed, answerHeaders):
   // requestTimeout 0 leaves no request holding a socket without a stream.
   const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 0 }, (req, res) => {
+    // Which worker of the machine answered (an operator's, or a test's, way to see the spread).
+    if (worker !== undefined) res.setHeader('X-Served-By', worker.nodeId);
     const pathname = (req.url ?? '/').split('?')[0];
     if (pathname === '/mcp' || pathname === '/') return handle(req, res);
     whenParsed(req, () => res.writeHead(404, answerHeaders(req, { 'Content-Type': 'text/plain' })).end('not found: the MCP endpoint is /mcp\n'));
@@ -298,6 +324,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
       }).then(async () => {
         // After the streams: their cap releases and session updates go out first.
         hub.close();
+        worker?.close();
         await fleet?.close();
       })),
   };
@@ -308,7 +335,7 @@ const STREAM_LIMIT_NAMES = Object.keys(DEFAULT_STREAM_LIMITS) as (keyof StreamLi
 const SESSION_OPTION_NAMES = Object.keys(DEFAULT_SESSION_OPTIONS) as (keyof SessionOptions)[];
 const REFERENCE_OPTIONS: readonly (keyof ReferenceServerOptions)[] = [
   'dir', 'port', 'host', 'tokenSecret', 'capacityRetryAfter', 'emptyListen', 'debounceMs', 'maxReadBytes', 'redis', 'nodeId', 'watchLeaseTtl', 'redisConnectTimeout',
-  'trustProxy', 'corsOrigins', 'logger', ...LISTEN_OPTION_NAMES, ...STREAM_LIMIT_NAMES, ...SESSION_OPTION_NAMES,
+  'trustProxy', 'corsOrigins', 'cluster', 'logger', ...LISTEN_OPTION_NAMES, ...STREAM_LIMIT_NAMES, ...SESSION_OPTION_NAMES,
 ];
 
 /** The members of `options` named `names`. */
@@ -331,6 +358,9 @@ function checkOptions(options: ReferenceServerOptions): void {
     throw new InvalidOptionError('watchLeaseTtl', 'a positive integer of milliseconds, at least 30', watchLeaseTtl);
   }
   if (redisConnectTimeout !== undefined) nonNegativeInteger('redisConnectTimeout', redisConnectTimeout, 'milliseconds');
+  if (options.cluster !== undefined && boolean('cluster', options.cluster) && redis !== undefined) {
+    throw new InvalidOptionError('cluster', "used without redis (a cluster's workers reach the fleet through their primary: give the primary the fleet's parts)", options.cluster);
+  }
   if (capacityRetryAfter !== undefined) milliseconds('capacityRetryAfter', capacityRetryAfter);
   if (options.logger !== undefined) implementing('logger', options.logger, ['info', 'warn', 'error', 'debug'], 'a Logger (pino, or any object with info, warn, error and debug)');
   resolveFileResourcesOptions({ debounceMs, maxReadBytes });
@@ -364,7 +394,8 @@ export interface Fleet extends ReferenceFleet {
   close(): Promise<void>;
 }
 
-async function openFleet(
+/** The Redis parts of a fleet node, connected (within `connectTimeout` milliseconds; 0: in the background). @internal */
+export async function openFleet(
   redis: string,
   nodeId: string,
   watchLeaseTtl: number | undefined,

@@ -7,7 +7,7 @@ import { type SourceRegistration, StageObservable, stageOperator } from '../../.
 import { Clock } from '../../../lib/clock.js';
 import type { RequestContext } from '../../../lib/context.js';
 import type { Frame } from '../../../lib/frame.js';
-import type { Slot } from '../../../lib/slots.js';
+import { isShared, type SharedSlots, type Slot } from '../../../lib/slots.js';
 import type { FilterName } from '../../../lib/filter.js';
 import { channels, reportError, type StopReason } from '../../../lib/telemetry.js';
 import { endStream, type FeedEntry, type ListChanges, type ListTopic, type LiveSession, scopesOf, type SessionStream } from './liveSession.js';
@@ -77,7 +77,7 @@ export function openGetStream(
   lastEventId: string | undefined,
   context: RequestContext,
   shutdown$: Observable<void>,
-): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
+): GetStreamParts | undefined | Promise<GetStreamParts | undefined> {
   if (owner.isClosed() || session.ended) return undefined;
   // One GET stream per session at every instant (DESIGN L9): this one replaces the session's stream,
   // opened or still opening, before it takes a slot. A principal's GET streams are so bounded by its
@@ -85,10 +85,60 @@ export function openGetStream(
   owner.opening.get(session)?.replace();
   owner.opening.delete(session);
   endStream(session, session.stream, 'replaced');
-  const slot = owner.init.slots.tryAcquire();
+  const slots = owner.init.slots;
+  if (isShared(slots)) return openWithSharedSlot(owner, session, slots, lastEventId, context, shutdown$);
+  const slot = slots.tryAcquire();
   if (slot === undefined) return undefined;
+  return getStreamParts(owner, session, new PendingGet(slot), lastEventId, context, shutdown$);
+}
+
+/** What {@link openGetStream} gives the endpoint: the stream's `open`/`abandon` pair. @internal */
+export interface GetStreamParts {
+  readonly open: (demand$: Observable<boolean>) => Observable<Frame>;
+  readonly abandon: () => void;
+}
+
+/** Held by a GET that waits for a place of a shared pool: nothing to give back yet. */
+const NO_SLOT: Slot = Object.freeze({ release: () => undefined });
+
+/**
+ * {@link openGetStream} with a pool other processes share (`SharedSlots`, a cluster's): its place
+ * is asked for asynchronously. Meanwhile the GET counts as opening, so a newer GET of the session
+ * replaces it as it would an opening one (it then opens and ends at once, its place given back).
+ */
+async function openWithSharedSlot(
+  owner: StreamOwner,
+  session: LiveSession,
+  slots: SharedSlots,
+  lastEventId: string | undefined,
+  context: RequestContext,
+  shutdown$: Observable<void>,
+): Promise<GetStreamParts | undefined> {
+  const waiting = new PendingGet(NO_SLOT);
+  owner.opening.set(session, waiting);
+  const slot = await slots.acquire();
+  if (owner.opening.get(session) === waiting) owner.opening.delete(session);
+  if (slot === undefined) return undefined;
+  if (owner.isClosed()) {
+    slot.release();
+    return undefined;
+  }
   const pending = new PendingGet(slot);
-  owner.opening.set(session, pending);
+  if (waiting.replaced) pending.replace();
+  return getStreamParts(owner, session, pending, lastEventId, context, shutdown$);
+}
+
+/** The stream's `open`/`abandon` pair around `pending` (the slot it holds), registered as the session's opening GET. */
+function getStreamParts(
+  owner: StreamOwner,
+  session: LiveSession,
+  pending: PendingGet,
+  lastEventId: string | undefined,
+  context: RequestContext,
+  shutdown$: Observable<void>,
+): GetStreamParts {
+  const { slot } = pending;
+  if (!pending.replaced) owner.opening.set(session, pending);
   const opened = () => {
     if (owner.opening.get(session) === pending) owner.opening.delete(session);
   };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Observable, type Subscription, timer } from 'rxjs';
 import type { AuthInfo } from '../../../lib/auth.js';
 import type { RequestContext } from '../../../lib/context.js';
-import type { CloseReason, Frame } from '../../../lib/frame.js';
+import type { CloseReason } from '../../../lib/frame.js';
 import { HttpError } from '../../../lib/httpError.js';
 import { ErrorCode, JsonRpcError } from '../../../lib/jsonrpc.js';
 import type { SessionCommand, SessionRecord } from '../../../lib/session.js';
@@ -10,7 +10,7 @@ import { channels, reportError, type SessionEndReason, type StopReason } from '.
 import { agreedLegacyVersion, initializeResult } from '../discover.js';
 import { sessionFilterInfo, type SessionInfo, type StreamsOptions } from '../inspect.js';
 import { capacityRefusal, shutdownRefusal } from '../responses.js';
-import { legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
+import { type GetStreamParts, legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
 import { cancelSubscribe } from '../subscriptions.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
@@ -153,14 +153,15 @@ export class LegacySessions {
   /**
    * Opens the session's GET stream (DESIGN L7–L9): replaces a live one, replays after
    * `lastEventId`, restores the persisted subscriptions at most 8 at a time.
-   * @returns the stream's `open`/`abandon` pair, or `undefined` when the server is full or closed.
+   * @returns the stream's `open`/`abandon` pair, or `undefined` when the server is full or closed
+   *   (a Promise of them when the slots are shared with other processes: `SharedSlots`).
    */
   stream(
     session: LiveSession,
     lastEventId: string | undefined,
     context: RequestContext,
     shutdown$: Observable<void>,
-  ): { open: (demand$: Observable<boolean>) => Observable<Frame>; abandon: () => void } | undefined {
+  ): GetStreamParts | undefined | Promise<GetStreamParts | undefined> {
     return openGetStream(this.#owner, session, lastEventId, context, shutdown$);
   }
 

@@ -1,0 +1,155 @@
+// The reference server on every core (`serve --workers N`): this process is the node:cluster
+// primary (mcp-rx-streams/cluster's clusterPrimary), N workers each run the reference server
+// (`startReferenceServer({ cluster: true })`) on the one shared port, and a worker that dies is
+// started again.
+import { randomUUID } from 'node:crypto';
+import cluster, { type Worker } from 'node:cluster';
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { combineLatest, distinctUntilChanged, map } from 'rxjs';
+import type { SessionOptions } from '../endpoint/legacy/sessionOptions.js';
+import type { StreamLimits } from '../../lib/options.js';
+import { clusterPrimary, type ClusterEvent, type ClusterPrimary, type ClusterPrimaryOptions } from '../cluster/primary.js';
+import { ensureDemoData } from './files.js';
+import { openFleet, type Fleet, type ReferenceFleet } from './server.js';
+
+/** Options of {@link startReferencePrimary}. */
+export interface ReferencePrimaryOptions extends Partial<StreamLimits>, Partial<SessionOptions> {
+  /** How many workers; at least 2 (one is a plain `startReferenceServer`). */
+  readonly workers: number;
+  /** The served directory (created with the demo files when missing: the CLI allows it with `--demo` only). */
+  readonly dir: string;
+  /** The fleet's Redis: the primary is the machine's node of the fleet (see `docs/cluster.md`). */
+  readonly redis?: string;
+  readonly nodeId?: string;
+  readonly watchLeaseTtl?: number;
+  /** Milliseconds to wait for Redis before failing; 0 connects in the background. */
+  readonly redisConnectTimeout?: number;
+  /** Where the primary says what happens to its workers, one line each (`cluster: …`). */
+  readonly say: (line: string) => void;
+}
+
+/** A running machine of reference-server workers. */
+export interface ReferencePrimary {
+  /** `http://HOST:PORT/mcp`, the port every worker shares. */
+  readonly url: string;
+  readonly primary: ClusterPrimary;
+  /** The Redis parts when started with `redis`, else `undefined`. */
+  readonly fleet: ReferenceFleet | undefined;
+  /** Stops every worker gracefully (SIGTERM: each closes its streams with their closing frames), then the primary and the Redis connections. */
+  close(): Promise<void>;
+}
+
+/** A worker that dies is started again after this long, doubled (up to 5 s) while the new ones die before they listen. */
+const RESTART_DELAY = 100;
+const MAX_RESTART_DELAY = 5_000;
+/** How long the workers have to close their streams on shutdown before they are killed. */
+const STOP_GRACE = 10_000;
+
+/**
+ * Runs the reference server's primary: forks `workers` workers of this script (with this process's
+ * arguments: node:cluster's default) and keeps them running; resolves once every one listens.
+ * @throws Error when a worker exits before it listened while they start (its own message is on
+ *   stderr already): the others are stopped.
+ */
+export async function startReferencePrimary(options: ReferencePrimaryOptions): Promise<ReferencePrimary> {
+  const { workers: count, dir, redis, nodeId, watchLeaseTtl, redisConnectTimeout, say, ...limits } = options;
+  await ensureDemoData(path.resolve(dir));
+  const root = await realpath(path.resolve(dir));
+  const fleet = redis === undefined ? undefined : await openFleet(redis, nodeId ?? randomUUID(), watchLeaseTtl, root, limits, redisConnectTimeout ?? 10_000);
+  const primary = clusterPrimary({ ...machineLimits(limits), ...(nodeId === undefined ? {} : { nodeId }), ...(fleet === undefined ? {} : fleetParts(fleet)) });
+  let stopping = false;
+  primary.events$.subscribe((event) => report(event, say, !stopping));
+  let delay = RESTART_DELAY;
+  const listening = new Set<Worker>();
+  let started: (url: string) => void;
+  let failed: (error: Error) => void;
+  const up = new Promise<string>((resolve, reject) => ((started = resolve), (failed = reject)));
+  let url: string | undefined;
+  const onListening = (worker: Worker, address: { address: string; port: number; addressType: number | string }) => {
+    listening.add(worker);
+    delay = RESTART_DELAY;
+    say(`cluster: worker ${worker.id} (pid ${worker.process.pid}) listening`);
+    if (url !== undefined || listening.size < count) return;
+    const host = address.address.includes(':') ? `[${address.address}]` : address.address;
+    url = `http://${host}:${address.port}/mcp`;
+    started(url);
+  };
+  const onExit = (worker: Worker) => {
+    const wasListening = listening.delete(worker);
+    if (stopping) return;
+    if (url === undefined) {
+      failed(new Error(`worker ${worker.id} exited before it listened (code ${worker.process.exitCode ?? worker.process.signalCode}); see its message above`));
+      return;
+    }
+    const wait = delay;
+    if (!wasListening) delay = Math.min(delay * 2, MAX_RESTART_DELAY);
+    setTimeout(() => {
+      if (!stopping) cluster.fork();
+    }, wait).unref();
+  };
+  cluster.on('listening', onListening);
+  cluster.on('exit', onExit);
+  for (let i = 0; i < count; i++) cluster.fork();
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      stopping = true;
+      const alive = Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined && !worker.isDead());
+      const exited = Promise.all(alive.map((worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve())))));
+      for (const worker of alive) worker.process.kill('SIGTERM');
+      const grace = setTimeout(() => alive.forEach((worker) => worker.isDead() || worker.process.kill('SIGKILL')), STOP_GRACE);
+      await exited;
+      clearTimeout(grace);
+      cluster.off('listening', onListening);
+      cluster.off('exit', onExit);
+      primary.close();
+      await fleet?.close();
+    })());
+  try {
+    return { url: await up, primary, fleet: fleet?.view, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** The machine-wide limits among the serve options, for the primary. */
+function machineLimits(limits: Partial<StreamLimits> & Partial<SessionOptions>): ClusterPrimaryOptions {
+  const { maxStreams, maxListensPerPrincipal, maxSessions, maxSessionsPerPrincipal, replayBufferSize, sessionIdleTimeout, sessionPruneInterval } = limits;
+  const given = { maxStreams, maxListensPerPrincipal, maxSessions, maxSessionsPerPrincipal, replayBufferSize, sessionIdleTimeout, sessionPruneInterval };
+  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * The fleet's Redis parts as the machine's: the primary is the machine's one node. The folder
+ * watch goes to a worker while this machine publishes the folder's changes: while it holds the
+ * fleet's watch lease, or held it when Redis went away and Redis is not back (`Fleet.publishes`).
+ */
+function fleetParts(fleet: Fleet): ClusterPrimaryOptions {
+  const { bus, principals, sessionStore, eventLog, sessionBus, lease } = fleet;
+  const publishes$ = combineLatest([lease.held$, sessionBus.connected$]).pipe(
+    map(() => fleet.publishes),
+    distinctUntilChanged(),
+  );
+  // The workers ask for one lease, the folder's: the fleet's own (closed with the fleet, not here).
+  return { bus, principals, sessionStore, eventLog, sessionBus, lease: () => ({ held$: publishes$, close: () => undefined }) };
+}
+
+/** Says what happened to the workers; `restarting`: a worker that left is replaced. */
+function report(event: ClusterEvent, say: (line: string) => void, restarting: boolean): void {
+  switch (event.kind) {
+    case 'joined':
+      return;
+    case 'left': {
+      const { slots, streams, sessions } = event.released;
+      const how = event.signal === null ? `code ${event.code}` : `signal ${event.signal}`;
+      return say(
+        `cluster: worker ${event.worker} (pid ${event.pid}) exited (${how}); released ${slots} stream slots, ${streams} listen admissions, ${sessions} sessions' GET streams${restarting ? '; starting another, its clients reconnect to the other workers' : ''}`,
+      );
+    }
+    case 'lease':
+      return say(event.worker === undefined ? 'cluster: no worker watches the folder' : `cluster: worker ${event.worker} watches the folder`);
+  }
+}
