@@ -381,25 +381,12 @@ async function serve(argv: string[]): Promise<void> {
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const closers: (() => Promise<void>)[] = [() => server.close()];
   let fleetLog: { stop(): void } | undefined;
-  let stopping = false;
-  const stop = (code: number, why: string) => {
-    if (stopping) return;
-    stopping = true;
+  const stop = stopOnce(logger, stopLogging, (why) => {
     // A shutdown is not an outage: nothing more is said about Redis.
     fleetLog?.stop();
     logger.info({ event: 'stopping', why, streams: server.endpoint.stats.streams }, `stopping (${why}): every open stream gets its closing frames (reason shutdown)`);
-    Promise.all(closers.map((close) => close())).then(
-      () => {
-        logger.info({ event: 'stopped' }, 'stopped');
-        stopLogging();
-        process.exit(code);
-      },
-      (error: unknown) => {
-        logger.error({ event: 'stopped', err: error }, 'stopped with an error while closing');
-        process.exit(1);
-      },
-    );
-  };
+    return Promise.all(closers.map((close) => close())).then(() => undefined);
+  });
   // Before the line that says the server is up: a supervisor (or a test) that stops the server as
   // soon as it reads it must find the handler, not the default action that kills the process.
   process.once('SIGINT', () => stop(0, 'SIGINT'));
@@ -438,24 +425,15 @@ async function serve(argv: string[]): Promise<void> {
 }
 
 /**
- * `serve --workers N` in the primary: the machine's shared state and N workers on one port (see
- * `adapters/reference/primary.ts`). stdout says where it listens, as one process does; the log
- * (stderr) says what happens to the workers (`cluster: …`) and, with `--redis`, to the fleet.
- * SIGINT/SIGTERM stop every worker gracefully (their streams get their closing frames), then the
- * primary, exit code 0.
+ * The process's one way out, taken once: `close(why)` (which logs what it stops, and why: the
+ * signal, or what went wrong), then `stopped` and exit `code`, or exit 1 if closing failed.
  */
-async function serveMachine(options: Record<string, unknown>, workers: number, redisTimeout: number | undefined, logger: CliLogger, stopLogging: () => void): Promise<void> {
-  const { startReferencePrimary } = await import('./reference/primary.js');
-  const redis = options.redis as string | undefined;
-  const machine = await startReferencePrimary({ ...(options as object), workers, dir: options.dir as string, say: (line) => logger.info({ event: 'cluster' }, line) });
-  let fleetLog: { stop(): void } | undefined;
+function stopOnce(logger: CliLogger, stopLogging: () => void, close: (why: string) => Promise<void>): (code: number, why: string) => void {
   let stopping = false;
-  const stop = (code: number, why: string) => {
+  return (code, why) => {
     if (stopping) return;
     stopping = true;
-    fleetLog?.stop();
-    logger.info({ event: 'stopping', why }, `stopping (${why}): every worker closes its streams with their closing frames (reason shutdown)`);
-    machine.close().then(
+    close(why).then(
       () => {
         logger.info({ event: 'stopped' }, 'stopped');
         stopLogging();
@@ -467,6 +445,25 @@ async function serveMachine(options: Record<string, unknown>, workers: number, r
       },
     );
   };
+}
+
+/**
+ * `serve --workers N` in the primary: the machine's shared state and N workers on one port (see
+ * `adapters/reference/primary.ts`). stdout says where it listens, as one process does; the log
+ * (stderr) says what happens to the workers (`cluster: …`) and, with `--redis`, to the fleet.
+ * SIGINT/SIGTERM stop every worker gracefully (their streams get their closing frames), then the
+ * primary, exit code 0.
+ */
+async function serveMachine(options: Record<string, unknown>, workers: number, redisTimeout: number | undefined, logger: CliLogger, stopLogging: () => void): Promise<void> {
+  const { startReferencePrimary } = await import('./reference/primary.js');
+  const redis = options.redis as string | undefined;
+  const machine = await startReferencePrimary({ ...(options as object), workers, dir: options.dir as string, say: (line) => logger.info({ event: 'cluster' }, line) });
+  let fleetLog: { stop(): void } | undefined;
+  const stop = stopOnce(logger, stopLogging, (why) => {
+    fleetLog?.stop();
+    logger.info({ event: 'stopping', why }, `stopping (${why}): every worker closes its streams with their closing frames (reason shutdown)`);
+    return machine.close();
+  });
   process.once('SIGINT', () => stop(0, 'SIGINT'));
   process.once('SIGTERM', () => stop(0, 'SIGTERM'));
   process.stdout.write(`mcp-rx-streams listening on ${machine.url}\n`);
