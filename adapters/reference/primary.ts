@@ -137,7 +137,7 @@ function fleetParts(fleet: Fleet): ClusterPrimaryOptions {
   return { bus, principals, sessionStore, eventLog, sessionBus, lease: () => ({ held$: publishes$, close: () => undefined }) };
 }
 
-/** Says what happened to the workers; `restarting`: a worker that left is replaced. */
+/** Says what happened to the workers; `restarting`: the machine is not stopping (a worker that left is replaced, a lease that moves is news). */
 function report(event: ClusterEvent, say: (line: string) => void, restarting: boolean): void {
   switch (event.kind) {
     case 'joined':
@@ -150,6 +150,8 @@ function report(event: ClusterEvent, say: (line: string) => void, restarting: bo
       );
     }
     case 'lease':
+      // While stopping, the lease passes from worker to worker as they exit: nothing to say.
+      if (!restarting) return;
       return say(event.worker === undefined ? 'cluster: no worker watches the folder' : `cluster: worker ${event.worker} watches the folder`);
   }
 }

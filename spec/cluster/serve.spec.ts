@@ -219,6 +219,10 @@ test('SIGTERM: every worker closes its streams with their closing frames, the pr
   await conn.until((c) => c.ended, 5000, 'the end of the listen');
   assert.match(conn.text, /"method":"notifications\/cancelled","params":\{"requestId":7,"reason":"shutdown"/);
   assert.equal(await exited, 0, stderr);
+  // While the machine stops, the lease passing between exiting workers is not news.
+  const stopping = stderr.slice(stderr.indexOf('stopping (SIGTERM)'));
+  assert.doesNotMatch(stopping, /watches the folder/, stopping);
+  assert.match(stopping, /INFO: stopped$/m);
   get.destroy();
 });
 
