@@ -86,10 +86,10 @@ export function openGetStream(
   owner.opening.delete(session);
   endStream(session, session.stream, 'replaced');
   const slots = owner.init.slots;
-  if (isShared(slots)) return openWithSharedSlot(owner, session, slots, lastEventId, context, shutdown$);
+  const parts = (pending: PendingGet) => getStreamParts(owner, session, pending, lastEventId, context, shutdown$);
+  if (isShared(slots)) return sharedPlace(owner, session, slots).then((pending) => (pending === undefined ? undefined : parts(pending)));
   const slot = slots.tryAcquire();
-  if (slot === undefined) return undefined;
-  return getStreamParts(owner, session, new PendingGet(slot), lastEventId, context, shutdown$);
+  return slot === undefined ? undefined : parts(new PendingGet(slot));
 }
 
 /** What {@link openGetStream} gives the endpoint: the stream's `open`/`abandon` pair. @internal */
@@ -102,18 +102,12 @@ export interface GetStreamParts {
 const NO_SLOT: Slot = Object.freeze({ release: () => undefined });
 
 /**
- * {@link openGetStream} with a pool other processes share (`SharedSlots`, a cluster's): its place
- * is asked for asynchronously. Meanwhile the GET counts as opening, so a newer GET of the session
- * replaces it as it would an opening one (it then opens and ends at once, its place given back).
+ * The GET's place in a pool other processes share (`SharedSlots`, a cluster's), asked for
+ * asynchronously. Meanwhile the GET counts as opening, so a newer GET of the session replaces it
+ * as it would an opening one (it then opens and ends at once, its place given back).
+ * @returns `undefined` when the pool is full or the endpoint closed meanwhile.
  */
-async function openWithSharedSlot(
-  owner: StreamOwner,
-  session: LiveSession,
-  slots: SharedSlots,
-  lastEventId: string | undefined,
-  context: RequestContext,
-  shutdown$: Observable<void>,
-): Promise<GetStreamParts | undefined> {
+async function sharedPlace(owner: StreamOwner, session: LiveSession, slots: SharedSlots): Promise<PendingGet | undefined> {
   const waiting = new PendingGet(NO_SLOT);
   owner.opening.set(session, waiting);
   const slot = await slots.acquire();
@@ -125,7 +119,7 @@ async function openWithSharedSlot(
   }
   const pending = new PendingGet(slot);
   if (waiting.replaced) pending.replace();
-  return getStreamParts(owner, session, pending, lastEventId, context, shutdown$);
+  return pending;
 }
 
 /** The stream's `open`/`abandon` pair around `pending` (the slot it holds), registered as the session's opening GET. */
