@@ -4,15 +4,14 @@
 // own subscription id (DESIGN M5: every message carries its stream's id). No queue, no caps, no
 // timers per stream (one keep-alive interval for all streams), no backpressure handling.
 // peers/ceiling.mjs is this server with each frame written as one chunk string on the socket.
-import { honoured, readJson, SSE_HEADERS, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
+import { readListen, SSE_HEADERS, StreamSets, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
 
 export const name = 'baseline';
 export const description = 'hand-written node:http + res.write';
 
 export async function create() {
-  const byUri = new Map();
-  const tools = new Set();
-  const all = new Set();
+  const streams = new StreamSets();
+  const { all, tools, byUri } = streams;
   const keepAlive = setInterval(() => {
     for (const stream of all) stream.res.write(':\r\n');
   }, 15_000);
@@ -20,31 +19,15 @@ export async function create() {
 
   const metaKey = JSON.stringify(SUBSCRIPTION_ID_META_KEY);
   const handler = async (req, res) => {
-    let message;
-    try {
-      message = await readJson(req);
-    } catch {
-      res.writeHead(400).end();
-      return;
-    }
-    const filter = honoured(message.params);
+    const listen = await readListen(req, res);
+    if (listen === undefined) return;
+    const { message, filter } = listen;
     const stream = { res, idJson: JSON.stringify(message.id) };
     res.writeHead(200, SSE_HEADERS);
     res.write(
       `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":${JSON.stringify(filter)},"_meta":{${metaKey}:${stream.idJson}}}}\n\n`,
     );
-    const sets = [all];
-    if (filter.toolsListChanged) sets.push(tools);
-    for (const uri of filter.resourceSubscriptions ?? []) {
-      let set = byUri.get(uri);
-      if (set === undefined) byUri.set(uri, (set = new Set()));
-      sets.push(set);
-    }
-    for (const set of sets) set.add(stream);
-    res.on('close', () => {
-      for (const set of sets) set.delete(stream);
-      for (const uri of filter.resourceSubscriptions ?? []) if (byUri.get(uri)?.size === 0) byUri.delete(uri);
-    });
+    streams.add(stream, filter, res);
   };
 
   const writeAll = (set, head) => {

@@ -4,7 +4,7 @@
 // sent untagged, which only makes its frames cheaper. The ack is pushed per session, tagged.
 // better-sse writes an `id:` (a UUID per broadcast) on every event; `retry` is turned off.
 import { createChannel, createSession } from 'better-sse';
-import { honoured, readJson, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
+import { readListen, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
 
 export const name = 'better-sse';
 export const description = 'Channel.broadcast';
@@ -13,14 +13,9 @@ export async function create() {
   const byUri = new Map();
   const tools = createChannel();
   const handler = async (req, res) => {
-    let message;
-    try {
-      message = await readJson(req);
-    } catch {
-      res.writeHead(400).end();
-      return;
-    }
-    const filter = honoured(message.params);
+    const listen = await readListen(req, res);
+    if (listen === undefined) return;
+    const { message, filter } = listen;
     const session = await createSession(req, res, {
       keepAlive: 15_000,
       retry: null,

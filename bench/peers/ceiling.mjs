@@ -25,7 +25,7 @@
 // writes once per stream per turn (ours, and the baseline through node's cork) merges the turn's
 // frames into one, so there this is not a ceiling; the 1-per-turn pattern is the one it bounds.
 import { chunkHead, KEEP_ALIVE_CHUNK } from './chunk.mjs';
-import { honoured, readJson, SSE_HEADERS, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
+import { readListen, SSE_HEADERS, StreamSets, SUBSCRIPTION_ID_META_KEY } from './common.mjs';
 
 export const name = 'ceiling';
 export const description = 'hand-written node:http head + one socket.write per frame';
@@ -33,9 +33,8 @@ export const description = 'hand-written node:http head + one socket.write per f
 const FRAME_TAIL = '}}}\n\n';
 
 export async function create() {
-  const byUri = new Map();
-  const tools = new Set();
-  const all = new Set();
+  const streams = new StreamSets();
+  const { all, tools, byUri } = streams;
   const keepAlive = setInterval(() => {
     for (const stream of all) stream.socket.write(KEEP_ALIVE_CHUNK);
   }, 15_000);
@@ -43,14 +42,9 @@ export async function create() {
 
   const metaKey = JSON.stringify(SUBSCRIPTION_ID_META_KEY);
   const handler = async (req, res) => {
-    let message;
-    try {
-      message = await readJson(req);
-    } catch {
-      res.writeHead(400).end();
-      return;
-    }
-    const filter = honoured(message.params);
+    const listen = await readListen(req, res);
+    if (listen === undefined) return;
+    const { message, filter } = listen;
     const idJson = JSON.stringify(message.id);
     // The frame's end for this stream (its id, the JSON's closing braces, the SSE blank line) and
     // the chunk's CRLF, with its byte length without the CRLF: built once per stream.
@@ -62,18 +56,7 @@ export async function create() {
     res.write(
       `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":${JSON.stringify(filter)},"_meta":{${metaKey}:${idJson}}}}\n\n`,
     );
-    const sets = [all];
-    if (filter.toolsListChanged) sets.push(tools);
-    for (const uri of filter.resourceSubscriptions ?? []) {
-      let set = byUri.get(uri);
-      if (set === undefined) byUri.set(uri, (set = new Set()));
-      sets.push(set);
-    }
-    for (const set of sets) set.add(stream);
-    res.on('close', () => {
-      for (const set of sets) set.delete(stream);
-      for (const uri of filter.resourceSubscriptions ?? []) if (byUri.get(uri)?.size === 0) byUri.delete(uri);
-    });
+    streams.add(stream, filter, res);
   };
 
   const writeAll = (set, head) => {

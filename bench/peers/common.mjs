@@ -41,3 +41,41 @@ export function honoured(params) {
   }
   return out;
 }
+
+/**
+ * A listen request of the hand-written peers: its message and its honoured filter; `undefined`
+ * once a body that is not JSON has been answered 400.
+ */
+export async function readListen(req, res) {
+  let message;
+  try {
+    message = await readJson(req);
+  } catch {
+    res.writeHead(400).end();
+    return undefined;
+  }
+  return { message, filter: honoured(message.params) };
+}
+
+/** The streams of the hand-written listen peers: all of them, those of tools/list_changed, those of each URI. */
+export class StreamSets {
+  all = new Set();
+  tools = new Set();
+  byUri = new Map();
+
+  /** Files `stream` under what `filter` asks for, until `res` closes. */
+  add(stream, filter, res) {
+    const sets = [this.all];
+    if (filter.toolsListChanged) sets.push(this.tools);
+    for (const uri of filter.resourceSubscriptions ?? []) {
+      let set = this.byUri.get(uri);
+      if (set === undefined) this.byUri.set(uri, (set = new Set()));
+      sets.push(set);
+    }
+    for (const set of sets) set.add(stream);
+    res.on('close', () => {
+      for (const set of sets) set.delete(stream);
+      for (const uri of filter.resourceSubscriptions ?? []) if (this.byUri.get(uri)?.size === 0) this.byUri.delete(uri);
+    });
+  }
+}

@@ -22,14 +22,12 @@
 // checks. And no corking: in the 10-per-turn pattern each frame is a syscall of its own, while a
 // peer that writes once per stream per turn merges the turn's frames, so there this is not a
 // ceiling; the 1-per-turn pattern is the one it bounds.
-import { randomUUID } from 'node:crypto';
 import { chunkHead, KEEP_ALIVE_CHUNK } from './chunk.mjs';
-import { readJson, SSE_HEADERS } from './common.mjs';
+import { handWrittenSessions } from './legacy-sessions.mjs';
 
 export const name = 'legacy-ceiling';
 export const description = 'hand-written node:http legacy sessions, one socket.write per frame';
 
-const SERVER_INFO = { name: 'bench', version: '1.0.0' };
 const FRAME_HEAD = 'event: message\nid: ';
 const FRAME_HEAD_BYTES = FRAME_HEAD.length; // ASCII
 
@@ -41,80 +39,15 @@ function digits(n) {
 }
 
 export async function create() {
-  const sessions = new Map();
-  const byUri = new Map();
+  const { sessions, byUri, handler, registry } = handWrittenSessions({
+    newSession: (id) => ({ id, res: undefined, socket: undefined, nextId: 0, uris: new Set() }),
+    attach: (session, req) => (session.socket = req.socket),
+    detach: (session) => (session.socket = undefined),
+  });
   const keepAlive = setInterval(() => {
     for (const session of sessions.values()) session.socket?.write(KEEP_ALIVE_CHUNK);
   }, 15_000);
   keepAlive.unref();
-
-  const json = (res, status, body, headers = {}) => {
-    res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
-  };
-
-  const handler = async (req, res) => {
-    const id = req.headers['mcp-session-id'];
-    const session = id === undefined ? undefined : sessions.get(id);
-    if (id !== undefined && session === undefined) return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'session not found' } });
-    if (req.method === 'GET') {
-      if (session === undefined) return json(res, 400, { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'missing Mcp-Session-Id' } });
-      session.res?.end();
-      session.res = res;
-      session.socket = req.socket;
-      res.writeHead(200, SSE_HEADERS);
-      res.flushHeaders();
-      res.on('close', () => {
-        if (session.res === res) session.res = session.socket = undefined;
-      });
-      return;
-    }
-    if (req.method === 'DELETE' && session !== undefined) {
-      forget(session);
-      res.writeHead(204).end();
-      return;
-    }
-    let message;
-    try {
-      message = await readJson(req);
-    } catch {
-      return json(res, 400, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } });
-    }
-    if (message.id === undefined) {
-      res.writeHead(202).end();
-      return;
-    }
-    if (session === undefined) {
-      if (message.method !== 'initialize') return json(res, 400, { jsonrpc: '2.0', id: message.id, error: { code: -32000, message: 'missing Mcp-Session-Id' } });
-      const created = { id: randomUUID(), res: undefined, socket: undefined, nextId: 0, uris: new Set() };
-      sessions.set(created.id, created);
-      const result = {
-        protocolVersion: '2025-11-25',
-        capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: true } },
-        serverInfo: SERVER_INFO,
-      };
-      return json(res, 200, { jsonrpc: '2.0', id: message.id, result }, { 'Mcp-Session-Id': created.id });
-    }
-    if (message.method === 'resources/subscribe' || message.method === 'resources/unsubscribe') {
-      const uri = message.params?.uri;
-      if (typeof uri !== 'string') return json(res, 200, { jsonrpc: '2.0', id: message.id, error: { code: -32602, message: 'uri required' } });
-      let set = byUri.get(uri);
-      if (message.method === 'resources/subscribe') {
-        if (set === undefined) byUri.set(uri, (set = new Set()));
-        set.add(session);
-        session.uris.add(uri);
-      } else {
-        set?.delete(session);
-        session.uris.delete(uri);
-      }
-    }
-    return json(res, 200, { jsonrpc: '2.0', id: message.id, result: {} });
-  };
-
-  function forget(session) {
-    sessions.delete(session.id);
-    session.res?.end();
-    for (const uri of session.uris) byUri.get(uri)?.delete(session);
-  }
 
   // `tail`: the frame after its id (`\ndata: …\n\n`), encoded once per publish.
   const writeAll = (set, tail) => {
@@ -136,11 +69,7 @@ export async function create() {
     publishMarker() {
       writeAll(sessions.values(), '\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n');
     },
-    registry: () => {
-      let streams = 0;
-      for (const session of sessions.values()) if (session.res !== undefined) streams++;
-      return { sessions: sessions.size, streams, topics: byUri.size };
-    },
+    registry,
     close() {
       clearInterval(keepAlive);
     },
