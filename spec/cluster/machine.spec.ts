@@ -133,6 +133,24 @@ test('a legacy session on any worker: a subscribe POSTed on one reaches the GET 
   get.destroy();
 });
 
+test('a subscribe that arrives on one worker before the session\'s GET opens on another (what an SDK client does right after connect) waits for it and is established there', async () => {
+  machine = await startMachine(2);
+  const [a, b] = machine.workers;
+  const uri = 'file:///notes.txt';
+  const { sessionId } = await initialize(a!.url);
+  // The subscribe reaches b first; the GET reaches a 100 ms later.
+  const subscribed = call(b!.url, sessionId, 2, 'resources/subscribe', { uri });
+  await sleep(100);
+  const get = GetStream.open(a!.url, sessionId);
+  assert.deepEqual((await subscribed).json, { jsonrpc: '2.0', id: 2, result: {} });
+  await get.until((s) => s.primedWith !== undefined, 3000, 'the GET stream on a');
+  await sleep(100); // the subscribe handed to a is established there
+  b!.hub.notifyResourceUpdated(uri);
+  await get.untilId(1);
+  assert.equal(get.withoutKeepAlives, frameText(1, updatedMessage(uri)));
+  get.destroy();
+});
+
 test("the session caps are the machine's: maxSessions refuses the next initialize on any worker; maxSessionsPerPrincipal ends that principal's least recently used session wherever its GET is", async () => {
   machine = await startMachine(2, { maxSessions: 2, maxSessionsPerPrincipal: 1 });
   const [a, b] = machine.workers;

@@ -14,14 +14,13 @@ const STREAM_REQUIRED = 'open the GET SSE stream before subscribing to resources
 /** `resources/subscribe` (DESIGN L2–L5): `{}` or a JSON-RPC error, never an HTTP error. */
 export async function subscribe(init: LegacySessionsInit, session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
   const uri = requireUri('resources/subscribe', params);
-  if (session.stream === undefined && init.bus !== undefined) {
-    const record = await init.store.get(session.id);
-    const holder = record?.streamNode;
-    if (holder !== undefined && holder !== null && holder !== init.bus.nodeId) return subscribeRemote(init, session, uri, context);
-  }
+  if (session.stream === undefined && (await streamElsewhere(init, session))) return subscribeRemote(init, session, uri, context);
   const wait = init.options.subscribeStreamWait;
   if (session.stream === undefined && wait > 0 && !session.ended) {
     await firstValueFrom(race(session.changes(), timer(wait, init.scheduler)), { defaultValue: undefined });
+    // The GET the client opened meanwhile may have reached another node (a fleet's, a machine's
+    // worker): its claim ended this node's copy of the session, and the record names the holder.
+    if (session.stream === undefined && (await streamElsewhere(init, session))) return subscribeRemote(init, session, uri, context);
   }
   const stream = session.stream;
   if (stream === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, STREAM_REQUIRED);
@@ -43,6 +42,19 @@ export async function unsubscribe(init: LegacySessionsInit, session: LiveSession
   }
   if (session.stream === undefined) await init.bus?.publish(session.id, { kind: 'unsubscribe', uri });
   return {};
+}
+
+/**
+ * True when the session's record says its GET stream is held by another node (only with a session
+ * bus); the session then carries the record's subscriptions, for {@link subscribeRemote} to add to.
+ */
+async function streamElsewhere(init: LegacySessionsInit, session: LiveSession): Promise<boolean> {
+  if (init.bus === undefined) return false;
+  const record = await init.store.get(session.id);
+  const holder = record?.streamNode;
+  if (record === undefined || holder === undefined || holder === null || holder === init.bus.nodeId) return false;
+  session.uris = record.subscriptions;
+  return true;
 }
 
 /**
