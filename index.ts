@@ -75,27 +75,28 @@ export { restoreSubscriptions } from './operators/restoreSubscriptions.js';
 export { tagSubscriptionId } from './operators/tagSubscriptionId.js';
 export { withEventIds } from './operators/withEventIds.js';
 
-/* Endpoint: MCP over HTTP, transport-neutral (adapters/endpoint/) */
-export { McpEndpoint } from './adapters/endpoint/endpoint.js';
-export type { EndpointStats } from './adapters/endpoint/endpoint.js';
-export type { ListenStreamInfo, SessionInfo, StreamFilterInfo, StreamInfo, StreamsOptions } from './adapters/endpoint/inspect.js';
-export { RevokeRelayError } from './adapters/endpoint/revoke.js';
-export type { RevokeResult } from './adapters/endpoint/revoke.js';
-export type { EmptyListen, McpEndpointOptions } from './adapters/endpoint/options.js';
-export { acceptsEventStream, JSON_HEADERS, SSE_HEADERS } from './adapters/endpoint/responses.js';
-export type { EndpointResponse } from './adapters/endpoint/responses.js';
-export { localhostHosts } from './adapters/endpoint/hostCheck.js';
-export type { TrustProxy } from './adapters/endpoint/clientAddress.js';
-export type { CorsOrigins } from './adapters/endpoint/cors.js';
-export { DEFAULT_SESSION_OPTIONS, resolveSessionOptions } from './adapters/endpoint/legacy/sessionOptions.js';
-export type { SessionOptions } from './adapters/endpoint/legacy/sessionOptions.js';
-export { RestoreError } from './adapters/endpoint/legacy/subscribe.js';
+/* Endpoint: the protocol core (protocol/) behind its HTTP front (adapters/http/) */
+export { McpEndpoint } from './adapters/http/endpoint.js';
+export type { EndpointStats } from './adapters/http/endpoint.js';
+export type { ListenStreamInfo, SessionInfo, StreamFilterInfo, StreamInfo, StreamsOptions } from './protocol/inspect.js';
+export { RevokeRelayError } from './protocol/revoke.js';
+export type { RevokeResult } from './protocol/revoke.js';
+export type { EmptyListen, ProtocolOptions } from './protocol/options.js';
+export type { McpEndpointOptions } from './adapters/http/options.js';
+export { acceptsEventStream, JSON_HEADERS, SSE_HEADERS } from './protocol/responses.js';
+export type { EndpointResponse } from './protocol/responses.js';
+export { localhostHosts } from './adapters/http/hostCheck.js';
+export type { TrustProxy } from './adapters/http/clientAddress.js';
+export type { CorsOrigins } from './adapters/http/cors.js';
+export { DEFAULT_SESSION_OPTIONS, resolveSessionOptions } from './protocol/legacy/sessionOptions.js';
+export type { SessionOptions } from './protocol/legacy/sessionOptions.js';
+export { RestoreError } from './protocol/legacy/subscribe.js';
 
 /* Adapters: node:http and the Fetch API */
-export { nodeHandler } from './adapters/node.js';
-export type { NodeHandler } from './adapters/node.js';
-export { MissingClientAddressError, webHandler } from './adapters/web.js';
-export type { WebConnectionInfo, WebHandlerOptions } from './adapters/web.js';
+export { nodeHandler } from './adapters/http/node.js';
+export type { NodeHandler } from './adapters/http/node.js';
+export { MissingClientAddressError, webHandler } from './adapters/http/web.js';
+export type { WebConnectionInfo, WebHandlerOptions } from './adapters/http/web.js';
 
 /* Adapters: message channels (stdio, an in-process pair, yours; WebSocket: mcp-rx-streams/ws) */
 export { serveChannel } from './adapters/channel/session.js';

@@ -2,12 +2,12 @@
 // snapshot and the revoke of a principal, over HTTP, behind a token of their own.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { McpEndpoint } from './endpoint/endpoint.js';
-import { RevokeRelayError } from './endpoint/revoke.js';
+import type { McpEndpoint } from './http/endpoint.js';
+import { RevokeRelayError } from '../protocol/revoke.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { CloseReason } from '../lib/frame.js';
 import type { Logger } from './logTo.js';
-import { answerHeaders, whenParsed } from './node.js';
+import { answerHeaders, whenParsed } from './http/node.js';
 
 /** The largest `POST /revoke` body read, in bytes. */
 const MAX_REVOKE_BODY = 16_384;

@@ -13,10 +13,10 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError, McpRxError } from '../lib/errors.js';
-import { clientAddress } from './endpoint/clientAddress.js';
-import { corsPolicy, type CorsOrigins } from './endpoint/cors.js';
-import { DEFAULT_SESSION_OPTIONS } from './endpoint/legacy/sessionOptions.js';
-import { DEFAULT_CAPACITY_RETRY_AFTER, DEFAULT_MAX_BODY_BYTES } from './endpoint/options.js';
+import { clientAddress } from './http/clientAddress.js';
+import { corsPolicy, type CorsOrigins } from './http/cors.js';
+import { DEFAULT_SESSION_OPTIONS } from '../protocol/legacy/sessionOptions.js';
+import { DEFAULT_CAPACITY_RETRY_AFTER, DEFAULT_MAX_BODY_BYTES } from '../protocol/options.js';
 import { DEFAULT_MAX_READ_BYTES } from './reference/fileOptions.js';
 import { DEFAULT_LISTEN_OPTIONS, DEFAULT_STREAM_LIMITS, MAX_TIMER_DELAY } from '../lib/options.js';
 import type { ReferenceServer, ReferenceServerOptions } from './reference/server.js';
@@ -534,7 +534,7 @@ async function serveStdio(options: Record<string, unknown>, log: { readonly leve
 async function serveMetrics(server: ReferenceServer, host: string, port: number, adminToken: string | undefined, logger: CliLogger): Promise<{ url: string; close: () => Promise<void> }> {
   const { collectMetrics } = await import('./metrics/index.js');
   const { requirePeer } = await import('./peer.js');
-  const { answerHeaders, whenParsed } = await import('./node.js');
+  const { answerHeaders, whenParsed } = await import('./http/node.js');
   const prom = requirePeer<typeof import('prom-client')>('prom-client', 'serve --metrics-port');
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry });

@@ -12,9 +12,9 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { test } from 'uvu';
-import { nodeHandler } from '../adapters/node.js';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
+import { nodeHandler } from '../adapters/http/node.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
 import { Hub } from '../lib/hub.js';
 import { eventually } from './helpers/http.js';
 import { within } from './helpers/wait.js';

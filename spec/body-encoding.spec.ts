@@ -8,9 +8,9 @@
 import { strict as assert } from 'node:assert';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
-import { webHandler } from '../adapters/web.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
+import { webHandler } from '../adapters/http/web.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { Hub } from '../lib/hub.js';
 import { startEndpoint } from './helpers/http.js';

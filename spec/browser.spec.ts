@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { test } from 'uvu';
-import { localhostHosts } from '../adapters/endpoint/hostCheck.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
+import { localhostHosts } from '../adapters/http/hostCheck.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
 import { eventually, startEndpoint, type TestServer } from './helpers/http.js';
 import { within } from './helpers/wait.js';
 

@@ -73,7 +73,7 @@ test('the reference server passes capacityRetryAfter on (serve --capacity-retry-
 });
 
 test('capacityRetryAfter must be a positive integer of milliseconds', async () => {
-  const { McpEndpoint } = await import('../adapters/endpoint/endpoint.js');
+  const { McpEndpoint } = await import('../adapters/http/endpoint.js');
   const { Hub } = await import('../lib/hub.js');
   new McpEndpoint({ hub: new Hub(), capacityRetryAfter: 1 }).close();
   for (const bad of [0, -1, 1.5, Number.NaN, '5000']) {

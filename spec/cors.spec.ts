@@ -8,8 +8,8 @@ import { AuthError } from '../lib/auth.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import { Hub } from '../lib/hub.js';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
-import { webHandler } from '../adapters/web.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
+import { webHandler } from '../adapters/http/web.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, withEndpoint } from './helpers/http.js';
 import { GetStream, initialize, rpcBody, send, sessionHeaders } from './helpers/legacy.js';
 

@@ -4,7 +4,7 @@
 // `empty_filter`. A listen that honoured something is not affected.
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import { Hub } from '../lib/hub.js';
 import { channels, type StartEvent, type StopEvent } from '../lib/telemetry.js';

@@ -17,7 +17,7 @@ import {
 import { test } from 'uvu';
 import { AuthError, type AuthInfo } from '../lib/auth.js';
 import type { EndpointRequest } from '../lib/context.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
 import { Hub } from '../lib/hub.js';
 import type { ResourceProvider } from '../lib/resources.js';
 import { MemorySessionStore, type SessionChanges, type SessionRecord } from '../lib/session.js';

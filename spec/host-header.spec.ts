@@ -9,10 +9,10 @@
 import { strict as assert } from 'node:assert';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
-import { localhostHosts } from '../adapters/endpoint/hostCheck.js';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
-import { webHandler } from '../adapters/web.js';
+import { localhostHosts } from '../adapters/http/hostCheck.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
+import { webHandler } from '../adapters/http/web.js';
 import { Hub } from '../lib/hub.js';
 import { channels } from '../lib/telemetry.js';
 import { startEndpoint } from './helpers/http.js';

@@ -4,7 +4,7 @@ import { strict as assert } from 'node:assert';
 import { throwError } from 'rxjs';
 import { test } from 'uvu';
 import type { AuthInfo } from '../lib/auth.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
 import { Hub } from '../lib/hub.js';
 import { hubResources, type ResourceProvider } from '../lib/resources.js';
 import { ReplayBuffer, type EventLog } from '../lib/replayBuffer.js';

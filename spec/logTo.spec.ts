@@ -4,7 +4,7 @@
 import { strict as assert } from 'node:assert';
 import { BehaviorSubject } from 'rxjs';
 import { test } from 'uvu';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
 import { logTo, type Logger } from '../adapters/logTo.js';
 import { redisChannels } from '../adapters/redis/telemetry.js';
 import type { EndpointRequest } from '../lib/context.js';

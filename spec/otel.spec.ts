@@ -8,7 +8,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { test } from 'uvu';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
 import { collectOtelMetrics, traceListens } from '../adapters/otel/index.js';
 import { redisChannels } from '../adapters/redis/telemetry.js';
 import type { EndpointRequest } from '../lib/context.js';

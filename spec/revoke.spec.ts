@@ -6,7 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { BehaviorSubject, Subject } from 'rxjs';
 import { test } from 'uvu';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { Broadcast } from '../lib/broadcast.js';
 import { InvalidOptionError } from '../lib/errors.js';

@@ -4,9 +4,9 @@
 import { strict as assert } from 'node:assert';
 import { BehaviorSubject, type Observable } from 'rxjs';
 import { test } from 'uvu';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
-import type { ListenStreamInfo, SessionInfo } from '../adapters/endpoint/inspect.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
+import type { ListenStreamInfo, SessionInfo } from '../protocol/inspect.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
 import type { EndpointRequest } from '../lib/context.js';
 import type { Frame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';

@@ -11,9 +11,9 @@ import { test } from 'uvu';
 import type { EndpointRequest, RequestContext } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import { Hub } from '../lib/hub.js';
-import { McpEndpoint } from '../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../adapters/endpoint/options.js';
-import { webHandler } from '../adapters/web.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../adapters/http/options.js';
+import { webHandler } from '../adapters/http/web.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer, withEndpoint } from './helpers/http.js';
 import { INIT_HEADERS, rpcBody, send, sessionHeaders } from './helpers/legacy.js';
 

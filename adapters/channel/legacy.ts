@@ -7,9 +7,9 @@ import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import { attachTopics } from '../../lib/notifications.js';
 import { QueueStage } from '../../operators/dropWhenQueueExceeds.js';
 import { type SourceRegistration, StageObservable } from '../../operators/stage.js';
-import type { ChannelParts } from '../endpoint/channelParts.js';
-import { requireUri } from '../endpoint/legacy/subscribe.js';
-import { cancelSubscribe, cancelSubscribes, establishSubscription, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from '../endpoint/subscriptions.js';
+import type { ChannelParts } from '../../protocol/channelParts.js';
+import { requireUri } from '../../protocol/legacy/subscribe.js';
+import { cancelSubscribe, cancelSubscribes, establishSubscription, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from '../../protocol/subscriptions.js';
 
 /**
  * The legacy era (2025-03-26 / 2025-06-18 / 2025-11-25) of one message channel: `resources/subscribe`

@@ -4,7 +4,7 @@ import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest } from '../../lib/context.js';
 import { endpoint as validEndpoint, options as validOptions, positiveInteger } from '../../lib/validate.js';
 import { highWaterMark, readable, writable } from './check.js';
-import type { McpEndpoint } from '../endpoint/endpoint.js';
+import type { McpEndpoint } from '../http/endpoint.js';
 import type { ChannelInput, MessageChannel } from './channel.js';
 import { LineSplitter } from './lines.js';
 import { type ChannelSession, serveChannel } from './session.js';

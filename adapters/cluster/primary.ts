@@ -8,7 +8,7 @@ import { MemorySessionStore, type SessionBus, type SessionCommand, type SessionS
 import { reportError } from '../../lib/telemetry.js';
 import { DEFAULT_STREAM_LIMITS } from '../../lib/options.js';
 import { callback, implementing, milliseconds, options as validOptions, positiveInteger, string } from '../../lib/validate.js';
-import { DEFAULT_SESSION_OPTIONS } from '../endpoint/legacy/sessionOptions.js';
+import { DEFAULT_SESSION_OPTIONS } from '../../protocol/legacy/sessionOptions.js';
 import { ClusterError } from './link.js';
 import { MachineCap, MachineSlots } from './machineCaps.js';
 import { type MachineLease, MachineLeases } from './machineLeases.js';

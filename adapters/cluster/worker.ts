@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { EventLog } from '../../lib/replayBuffer.js';
 import { milliseconds, options as validOptions } from '../../lib/validate.js';
-import { DEFAULT_CAPACITY_RETRY_AFTER } from '../endpoint/options.js';
+import { DEFAULT_CAPACITY_RETRY_AFTER } from '../../protocol/options.js';
 import { ClusterBus } from './bus.js';
 import { ClusterEventLogs } from './eventLog.js';
 import { ClusterLease } from './lease.js';

@@ -1,7 +1,7 @@
 // The `mcp-rx-streams/metrics` entry: an endpoint's counts and the library's diagnostics channels
 // as Prometheus metrics, through prom-client (an optional peer dependency).
 import type { Counter, Gauge, Registry } from 'prom-client';
-import type { McpEndpoint } from '../endpoint/endpoint.js';
+import type { McpEndpoint } from '../http/endpoint.js';
 import { queueTotals } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, implementing, options as validOptions, string } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';

@@ -7,7 +7,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { combineLatest, distinctUntilChanged, map } from 'rxjs';
-import type { SessionOptions } from '../endpoint/legacy/sessionOptions.js';
+import type { SessionOptions } from '../../protocol/legacy/sessionOptions.js';
 import type { StreamLimits } from '../../lib/options.js';
 import { clusterPrimary, type ClusterEvent, type ClusterPrimary, type ClusterPrimaryOptions } from '../cluster/primary.js';
 import { ensureDemoData } from './files.js';

@@ -2,7 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Hub } from '../../lib/hub.js';
 import { type ChannelSession } from '../channel/session.js';
 import { serveStdio } from '../channel/stdio.js';
-import type { McpEndpoint } from '../endpoint/endpoint.js';
+import type { McpEndpoint } from '../http/endpoint.js';
 import type { FileResources } from './files.js';
 import { openReference, type ReferenceServerOptions } from './server.js';
 

@@ -10,7 +10,7 @@ import { ErrorCode, exceedsBytes, JsonRpcError } from '../../lib/jsonrpc.js';
 import { hubResources, resourceProvider, type ResourceProvider } from '../../lib/resources.js';
 import { reportError } from '../../lib/telemetry.js';
 import { arrayOf, callback, hub as validHub, implementing, options as validOptions } from '../../lib/validate.js';
-import { ResourceAccess } from '../endpoint/authorize.js';
+import { ResourceAccess } from '../../protocol/authorize.js';
 import {
   cancelledError,
   cancelSubscribe,
@@ -20,7 +20,7 @@ import {
   type SubscribeOutcome,
   type SubscriptionHolder,
   UriTable,
-} from '../endpoint/subscriptions.js';
+} from '../../protocol/subscriptions.js';
 
 /**
  * What {@link ResourceUpdates} needs of an SDK server: the low-level `Server` of

@@ -9,11 +9,11 @@ import { HttpError } from '../../lib/httpError.js';
 import type { Hub } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, hub as validHub, implementing, options as validOptions, positiveInteger } from '../../lib/validate.js';
-import { readJson } from '../endpoint/body.js';
-import { hostFieldError } from '../endpoint/hostCheck.js';
-import type { McpEndpoint } from '../endpoint/endpoint.js';
-import { answerHeaders, nodeHandler, requestHeader, whenParsed } from '../node.js';
-import { BodyChunks, MissingClientAddressError, webHandler } from '../web.js';
+import { readJson } from '../http/body.js';
+import { hostFieldError } from '../http/hostCheck.js';
+import type { McpEndpoint } from '../http/endpoint.js';
+import { answerHeaders, nodeHandler, requestHeader, whenParsed } from '../http/node.js';
+import { BodyChunks, MissingClientAddressError, webHandler } from '../http/web.js';
 
 /**
  * A change event of the SDK 2.x `ServerEventBus` (`ServerEvent` in `@modelcontextprotocol/server`),

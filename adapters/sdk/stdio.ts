@@ -12,7 +12,7 @@ import type { ChannelInput, MessageChannel } from '../channel/channel.js';
 import { channelTransport, type SdkTransport } from '../channel/pair.js';
 import { type ChannelSession, serveChannel } from '../channel/session.js';
 import { stdioChannel } from '../channel/stdio.js';
-import type { McpEndpoint } from '../endpoint/endpoint.js';
+import type { McpEndpoint } from '../http/endpoint.js';
 
 /** Options of {@link sdkStdio}. */
 export interface SdkStdioOptions {

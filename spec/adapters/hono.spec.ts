@@ -8,10 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { test } from 'uvu';
-import { MissingClientAddressError, webHandler } from '../../adapters/web.js';
+import { MissingClientAddressError, webHandler } from '../../adapters/http/web.js';
 import { mcpApp } from '../../examples/hono.js';
-import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
+import { McpEndpoint } from '../../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/http/options.js';
 import { Hub } from '../../lib/hub.js';
 import { ArrivingText, eventually, LISTEN_HEADERS, listenBody } from '../helpers/http.js';
 

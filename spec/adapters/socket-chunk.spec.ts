@@ -1,4 +1,4 @@
-// adapters/socketChunk.ts on its own: writeChunk puts on the wire exactly the bytes res.write
+// adapters/http/socketChunk.ts on its own: writeChunk puts on the wire exactly the bytes res.write
 // would (chunked or not, multi-byte UTF-8 counted in bytes), and ownsSocket says no in each case
 // where writing on the socket would be wrong: before the head is out, with a write wrapped by
 // middleware, for a response queued behind another on a pipelined connection, on a destroyed
@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { test } from 'uvu';
-import { ownsSocket, writeChunk } from '../../adapters/socketChunk.js';
+import { ownsSocket, writeChunk } from '../../adapters/http/socketChunk.js';
 import { eventually } from '../helpers/http.js';
 
 /** A server whose every request is handed to `handle`; the raw bytes a client reads back. */

@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
-import { MissingClientAddressError, webHandler, type WebConnectionInfo, type WebHandlerOptions } from '../../adapters/web.js';
-import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
+import { MissingClientAddressError, webHandler, type WebConnectionInfo, type WebHandlerOptions } from '../../adapters/http/web.js';
+import { McpEndpoint } from '../../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/http/options.js';
 import { McpRxError } from '../../lib/errors.js';
 import { Hub } from '../../lib/hub.js';
 import { channels, type DropEvent, type StopEvent } from '../../lib/telemetry.js';

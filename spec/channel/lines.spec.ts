@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import type { OversizedMessage } from '../../adapters/channel/channel.js';
 import { LineSplitter } from '../../adapters/channel/lines.js';
 import { serveStdio } from '../../adapters/channel/stdio.js';
-import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
+import { McpEndpoint } from '../../adapters/http/endpoint.js';
 import { Hub } from '../../lib/hub.js';
 import { until } from '../helpers/channel.js';
 

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import { WebSocket } from 'ws';
 import { serveWebSocket, webSocketChannel, webSocketServer, type WebSocketServerLike } from '../../adapters/channel/ws.js';
 import type { ChannelSession } from '../../adapters/channel/session.js';
-import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
+import { McpEndpoint } from '../../adapters/http/endpoint.js';
 import { AuthError } from '../../lib/auth.js';
 import { Hub } from '../../lib/hub.js';
 import { Peer, until } from '../helpers/channel.js';

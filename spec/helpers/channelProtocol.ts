@@ -4,8 +4,8 @@ import { deepStrictEqual, ok, strictEqual } from 'node:assert';
 import { suite } from 'uvu';
 import type { MessageChannel } from '../../adapters/channel/channel.js';
 import type { ChannelSession } from '../../adapters/channel/session.js';
-import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
+import { McpEndpoint } from '../../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/http/options.js';
 import { Hub } from '../../lib/hub.js';
 import { type Message, Peer, until } from './channel.js';
 

@@ -5,9 +5,9 @@
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
-import { nodeHandler } from '../../adapters/node.js';
+import { McpEndpoint } from '../../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/http/options.js';
+import { nodeHandler } from '../../adapters/http/node.js';
 import type { WorkerHandle } from '../../adapters/cluster/member.js';
 import { checkPrimaryOptions, Primary, type ClusterPrimaryOptions } from '../../adapters/cluster/primary.js';
 import { joinCluster, type ClusterWorker } from '../../adapters/cluster/worker.js';

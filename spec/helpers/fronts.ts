@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
-import type { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
+import type { McpEndpoint } from '../../adapters/http/endpoint.js';
 import { HubEventBus, sdkRouter, type SdkRouter } from '../../adapters/sdk/index.js';
 import { mcpApp } from '../../examples/hono.js';
 

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpEndpoint } from '../../adapters/endpoint/endpoint.js';
-import type { McpEndpointOptions } from '../../adapters/endpoint/options.js';
+import { McpEndpoint } from '../../adapters/http/endpoint.js';
+import type { McpEndpointOptions } from '../../adapters/http/options.js';
 import { Hub } from '../../lib/hub.js';
-import { nodeHandler } from '../../adapters/node.js';
+import { nodeHandler } from '../../adapters/http/node.js';
 
 /** A real http.Server on 127.0.0.1:0 serving an McpEndpoint. */
 export interface TestServer {

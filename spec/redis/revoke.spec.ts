@@ -7,7 +7,7 @@ import { redisEventLogs } from '../../adapters/redis/eventLog.js';
 import { RedisPrincipalCap } from '../../adapters/redis/principals.js';
 import { RedisSessionBus } from '../../adapters/redis/sessionBus.js';
 import { RedisSessionStore } from '../../adapters/redis/sessionStore.js';
-import { RevokeRelayError } from '../../adapters/endpoint/revoke.js';
+import { RevokeRelayError } from '../../protocol/revoke.js';
 import type { EndpointRequest } from '../../lib/context.js';
 import { eventually, LISTEN_HEADERS, listenBody, SseConnection, startEndpoint, type TestServer } from '../helpers/http.js';
 import { call, GetStream, initialize } from '../helpers/legacy.js';

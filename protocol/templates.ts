@@ -1,6 +1,6 @@
-import type { MethodHandler, RequestContext } from '../../lib/context.js';
-import type { ResourceProvider, ResourceTemplate } from '../../lib/resources.js';
-import { reportError } from '../../lib/telemetry.js';
+import type { MethodHandler, RequestContext } from '../lib/context.js';
+import type { ResourceProvider, ResourceTemplate } from '../lib/resources.js';
+import { reportError } from '../lib/telemetry.js';
 
 /** The one method {@link resourceTemplatesMethod} answers. @internal */
 export const RESOURCE_TEMPLATES_LIST = 'resources/templates/list';

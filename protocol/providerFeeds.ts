@@ -1,8 +1,8 @@
 import { from, type Subscription } from 'rxjs';
-import type { RequestContext } from '../../lib/context.js';
-import type { Hub } from '../../lib/hub.js';
-import { changesHub, type ResourceProvider } from '../../lib/resources.js';
-import { reportError } from '../../lib/telemetry.js';
+import type { RequestContext } from '../lib/context.js';
+import type { Hub } from '../lib/hub.js';
+import { changesHub, type ResourceProvider } from '../lib/resources.js';
+import { reportError } from '../lib/telemetry.js';
 
 /**
  * One provider's changes of one URI, subscribed while some listen of this node names the URI.

@@ -1,11 +1,11 @@
 import type { Observable } from 'rxjs';
-import type { AuthInfo } from '../../lib/auth.js';
-import type { EndpointRequest, RequestContext } from '../../lib/context.js';
-import type { ServerCapabilities } from '../../lib/filter.js';
-import type { Hub } from '../../lib/hub.js';
-import type { JsonRpcId } from '../../lib/jsonrpc.js';
-import type { StreamSlots } from '../../lib/slots.js';
-import type { QueuePlan } from '../../operators/dropWhenQueueExceeds.js';
+import type { AuthInfo } from '../lib/auth.js';
+import type { EndpointRequest, RequestContext } from '../lib/context.js';
+import type { ServerCapabilities } from '../lib/filter.js';
+import type { Hub } from '../lib/hub.js';
+import type { JsonRpcId } from '../lib/jsonrpc.js';
+import type { StreamSlots } from '../lib/slots.js';
+import type { QueuePlan } from '../operators/dropWhenQueueExceeds.js';
 import type { ResourceAccess } from './authorize.js';
 import type { EndpointResponse } from './responses.js';
 

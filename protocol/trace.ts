@@ -1,12 +1,12 @@
 // A listen request's W3C trace context on `channels.trace`: taken from the request when someone
 // subscribes there, published as the request is admitted or refused, and as its stream starts and
 // stops (see `mcp-rx-streams/otel`).
-import type { EndpointRequest } from '../../lib/context.js';
-import { HttpError } from '../../lib/httpError.js';
-import { ErrorCode } from '../../lib/jsonrpc.js';
-import { reportTrace, type ListenTrace, type StopReason } from '../../lib/telemetry.js';
-import { filterNames } from '../../lib/filter.js';
-import type { ListenStatus, StreamWatcher } from '../../operators/listenPipeline.js';
+import type { EndpointRequest } from '../lib/context.js';
+import { HttpError } from '../lib/httpError.js';
+import { ErrorCode } from '../lib/jsonrpc.js';
+import { reportTrace, type ListenTrace, type StopReason } from '../lib/telemetry.js';
+import { filterNames } from '../lib/filter.js';
+import type { ListenStatus, StreamWatcher } from '../operators/listenPipeline.js';
 import type { EndpointResponse } from './responses.js';
 
 /** Longest trace header value taken, in characters (a `traceparent` is 55; `tracestate` at most 512 by W3C). */

@@ -15,25 +15,25 @@ import { hubResources } from '../../lib/resources.js';
 import { MemorySessionStore } from '../../lib/session.js';
 import { StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
-import { ResourceAccess } from './authorize.js';
+import { ResourceAccess } from '../../protocol/authorize.js';
 import { readJson } from './body.js';
-import { CHANNEL_PARTS, type ChannelParts } from './channelParts.js';
-import { agreedLegacyVersion, discoverResult, initializeResult } from './discover.js';
-import { type Envelope, parseEnvelope } from './envelope.js';
+import { CHANNEL_PARTS, type ChannelParts } from '../../protocol/channelParts.js';
+import { agreedLegacyVersion, discoverResult, initializeResult } from '../../protocol/discover.js';
+import { type Envelope, parseEnvelope } from '../../protocol/envelope.js';
 import { type ClientAddress, withClientAddress } from './clientAddress.js';
 import type { CorsPolicy } from './cors.js';
 import { hostFieldError } from './hostCheck.js';
-import type { LiveSession } from './legacy/liveSession.js';
-import { LegacySessions, type SessionStats } from './legacy/sessions.js';
+import type { LiveSession } from '../../protocol/legacy/liveSession.js';
+import { LegacySessions, type SessionStats } from '../../protocol/legacy/sessions.js';
 import { listenPlans, type ListenPlans, reportDrop } from '../../operators/listenPipeline.js';
 import { sessionPlans } from '../../operators/sessionPipeline.js';
-import { ListenStreams } from './listen.js';
-import type { StreamInfo, StreamsOptions } from './inspect.js';
-import { principalArgument, reasonArgument, revokePrincipal, type RevokeResult } from './revoke.js';
+import { ListenStreams } from '../../protocol/listen.js';
+import type { StreamInfo, StreamsOptions } from '../../protocol/inspect.js';
+import { principalArgument, reasonArgument, revokePrincipal, type RevokeResult } from '../../protocol/revoke.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
-import { ProviderFeeds } from './providerFeeds.js';
-import { acceptsEventStream, capacityRefusal, type EndpointResponse, json, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
-import { RESOURCE_TEMPLATES_LIST, resourceTemplatesMethod } from './templates.js';
+import { ProviderFeeds } from '../../protocol/providerFeeds.js';
+import { acceptsEventStream, capacityRefusal, type EndpointResponse, json, jsonError, shutdownRefusal, SSE_HEADERS } from '../../protocol/responses.js';
+import { RESOURCE_TEMPLATES_LIST, resourceTemplatesMethod } from '../../protocol/templates.js';
 
 /** Counts of what an endpoint holds now (for leak checks and metrics). */
 export interface EndpointStats {

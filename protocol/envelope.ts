@@ -1,5 +1,5 @@
-import { HttpError } from '../../lib/httpError.js';
-import { ErrorCode, exceedsBytes, isJsonRpcId, JsonRpcError, type JsonRpcId, MAX_REQUEST_ID_BYTES } from '../../lib/jsonrpc.js';
+import { HttpError } from '../lib/httpError.js';
+import { ErrorCode, exceedsBytes, isJsonRpcId, JsonRpcError, type JsonRpcId, MAX_REQUEST_ID_BYTES } from '../lib/jsonrpc.js';
 
 /**
  * A JSON-RPC request or notification as the endpoint routes it: `id` is absent for a notification.

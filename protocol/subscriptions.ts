@@ -1,11 +1,11 @@
 import { from, Subscriber } from 'rxjs';
-import type { RequestContext } from '../../lib/context.js';
-import { encodeResourceUpdated } from '../../lib/encode.js';
-import { mayReceive, type MessageFrame } from '../../lib/frame.js';
-import { type Hub, type HubTarget, NotificationMethod } from '../../lib/hub.js';
-import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
-import { changesHub, type ResourceProvider } from '../../lib/resources.js';
-import { reportError } from '../../lib/telemetry.js';
+import type { RequestContext } from '../lib/context.js';
+import { encodeResourceUpdated } from '../lib/encode.js';
+import { mayReceive, type MessageFrame } from '../lib/frame.js';
+import { type Hub, type HubTarget, NotificationMethod } from '../lib/hub.js';
+import { ErrorCode, JsonRpcError } from '../lib/jsonrpc.js';
+import { changesHub, type ResourceProvider } from '../lib/resources.js';
+import { reportError } from '../lib/telemetry.js';
 import { refusalError, type ResourceAccess, type ResourceDecision } from './authorize.js';
 
 /** A subscribe in progress: told why it was cancelled when something overtakes it. @internal */

@@ -1,10 +1,10 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
-import type { AuthError, AuthInfo } from '../../lib/auth.js';
-import type { EndpointRequest, MethodHandler, RequestContext } from '../../lib/context.js';
-import { InvalidOptionError } from '../../lib/errors.js';
-import type { ServerCapabilities } from '../../lib/filter.js';
-import type { Hub } from '../../lib/hub.js';
-import { resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../../lib/options.js';
+import type { AuthError, AuthInfo } from '../lib/auth.js';
+import type { EndpointRequest, MethodHandler, RequestContext } from '../lib/context.js';
+import { InvalidOptionError } from '../lib/errors.js';
+import type { ServerCapabilities } from '../lib/filter.js';
+import type { Hub } from '../lib/hub.js';
+import { resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../lib/options.js';
 import {
   arrayOf,
   boolean,
@@ -20,17 +20,14 @@ import {
   positiveInteger,
   scheduler as validScheduler,
   string,
-} from '../../lib/validate.js';
-import type { PrincipalCap, PrincipalRegistry } from '../../lib/principals.js';
-import type { ServerInfo } from '../../lib/protocol.js';
-import type { EventLog } from '../../lib/replayBuffer.js';
-import { resourceProvider, type hubResources, type ResourceProvider } from '../../lib/resources.js';
-import type { MemorySessionStore, SessionBus, SessionStore } from '../../lib/session.js';
-import type { StreamSlots } from '../../lib/slots.js';
-import { clientAddress, type ClientAddress, type TrustProxy } from './clientAddress.js';
-import { corsPolicy, originsWithCors, type CorsOrigins, type CorsPolicy } from './cors.js';
+} from '../lib/validate.js';
+import type { PrincipalCap, PrincipalRegistry } from '../lib/principals.js';
+import type { ServerInfo } from '../lib/protocol.js';
+import type { EventLog } from '../lib/replayBuffer.js';
+import { resourceProvider, type hubResources, type ResourceProvider } from '../lib/resources.js';
+import type { MemorySessionStore, SessionBus, SessionStore } from '../lib/session.js';
+import type { StreamSlots } from '../lib/slots.js';
 import { DEFAULT_SERVER_INFO } from './discover.js';
-import { hostCheck, type localhostHosts } from './hostCheck.js';
 import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOptions.js';
 
 /**
@@ -60,7 +57,7 @@ import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOpti
  *   },
  * });
  */
-export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
+export interface ProtocolOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
   /** Where notifications come from. */
   readonly hub: Hub;
   /** What the server advertises; a listen honours only these. Defaults to tools, prompts and resources. */
@@ -83,7 +80,7 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly subscribeHook?: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   /**
    * Other JSON-RPC methods, answered with a single JSON response. An entry named `server/discover`
-   * or `initialize` overrides the built-in answer (see {@link McpEndpointOptions}), and so does one
+   * or `initialize` overrides the built-in answer (see {@link ProtocolOptions}), and so does one
    * named `resources/templates/list` (built in wherever `resources` is advertised: the templates
    * the `resourceProviders` declare).
    */
@@ -100,53 +97,6 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly maxBodyBytes?: number;
   /** Where time comes from; defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
-  /**
-   * Milliseconds a client gets to send a whole request body; slower ones get HTTP 408 and the
-   * connection is closed, so a client that trickles bytes cannot hold the server. Defaults to 10 000.
-   */
-  readonly bodyTimeout?: number;
-  /**
-   * DNS-rebinding protection (for servers bound to localhost): the accepted `Host` header values.
-   * An entry without a port (`localhost`) accepts any port. Any other Host gets HTTP 403 before
-   * anything else is looked at. Default: no check (see {@link localhostHosts}). With or without it,
-   * a request with more than one `Host` line gets HTTP 400 (RFC 9112 §3.2).
-   */
-  readonly allowedHosts?: readonly string[];
-  /**
-   * The accepted `Origin` header values: an entry with a scheme (`https://app.example`) matches
-   * exactly, one without (`localhost`) matches that host name on any scheme and port. A request
-   * with another Origin gets HTTP 403; one without Origin (not a browser) passes. The `corsOrigins`
-   * entries are accepted too. Default: no check.
-   */
-  readonly allowedOrigins?: readonly string[];
-  /**
-   * CORS: the origins of the browser pages that may call the endpoint from another origin,
-   * matched as `allowedOrigins` entries (`https://app.example` exactly; `localhost` that host on any
-   * scheme and port), or `'*'` for every page (refused with `authenticate`: a server that tells
-   * callers apart names the pages it serves). An `OPTIONS` preflight is answered 204 with the
-   * methods, every MCP request header and `Access-Control-Max-Age: 7200`; every answer (JSON,
-   * SSE, errors) to an allowed origin carries `Access-Control-Allow-Origin` (the origin itself,
-   * or `*`) and exposes `Mcp-Session-Id` and `WWW-Authenticate`; every answer says `Vary: Origin`.
-   * Another origin gets no CORS headers, so its page cannot read the answer. With `allowedOrigins`
-   * too, the listed origins pass the DNS-rebinding check, and `'*'` answers only the origins it
-   * accepts (the others keep their 403). No cookies (`Access-Control-Allow-Credentials` is never
-   * sent): a page sends its credentials in `Authorization`. Default: none (no CORS; `OPTIONS` gets
-   * 405).
-   */
-  readonly corsOrigins?: CorsOrigins;
-  /**
-   * The reverse proxies in front of the server whose `X-Forwarded-For` says who the client is: a
-   * number of hops (`1`: exactly one proxy, and the server cannot be reached past it), or the
-   * proxies' addresses and CIDR ranges (`['loopback', '10.0.0.0/8']`, or one comma-separated
-   * string; also `linklocal`, `uniquelocal`), or a function `(address, hop) => boolean` (see
-   * {@link TrustProxy}). The client's address, what anonymous principals are bucketed by and what
-   * hooks see as `request.remoteAddress`, is then the nearest address along the path that is not a
-   * trusted proxy; an entry ahead of the trusted hops (one the client wrote itself) is never used.
-   * `X-Forwarded-For` only: RFC 7239 `Forwarded` is not read. `true` (trust every hop) is refused:
-   * it would let each client choose its own principal. Default: none (the client is the
-   * connection's peer and `X-Forwarded-For` is ignored).
-   */
-  readonly trustProxy?: TrustProxy;
   /** Serve the legacy era (2025-03-26 / 2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
   readonly legacy?: boolean;
   /** Where legacy session records live; defaults to a new {@link MemorySessionStore}. */
@@ -208,55 +158,44 @@ export interface McpEndpointOptions extends Partial<ListenOptions>, Partial<Stre
   readonly emptyListen?: EmptyListen;
 }
 
-/** What a listen with an empty acknowledged filter gets; see {@link McpEndpointOptions.emptyListen}. */
+/** What a listen with an empty acknowledged filter gets; see {@link ProtocolOptions.emptyListen}. */
 export type EmptyListen = 'hold' | 'complete';
 
-/** Default of {@link McpEndpointOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
+/** Default of {@link ProtocolOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
-/** Default of {@link McpEndpointOptions.bodyTimeout}: 10 000 milliseconds. */
-export const DEFAULT_BODY_TIMEOUT = 10_000;
-
-/** Default of {@link McpEndpointOptions.capacityRetryAfter}: 5000 milliseconds. */
+/** Default of {@link ProtocolOptions.capacityRetryAfter}: 5000 milliseconds. */
 export const DEFAULT_CAPACITY_RETRY_AFTER = 5_000;
 
-/** Every option name {@link McpEndpointOptions} has: any other key is refused, so that a typo is not silently ignored. */
-const KNOWN_OPTIONS: readonly (keyof McpEndpointOptions)[] = [
+/** Every option name {@link ProtocolOptions} has: any other key is refused, so that a typo is not silently ignored. */
+export const PROTOCOL_OPTIONS: readonly (keyof ProtocolOptions)[] = [
   'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
   'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
-  'maxListensPerPrincipal', 'maxStreams', 'bodyTimeout', 'allowedHosts', 'allowedOrigins', 'legacy', 'sessionStore',
+  'maxListensPerPrincipal', 'maxStreams', 'legacy', 'sessionStore',
   'capacityRetryAfter', 'emptyListen',
   'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
   'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
-  'maxSessionsPerPrincipal', 'reconnectDelay', 'corsOrigins', 'trustProxy',
+  'maxSessionsPerPrincipal', 'reconnectDelay',
 ];
 
 /** What the endpoint may advertise (`capabilities`). */
 const CAPABILITIES: readonly (keyof ServerCapabilities)[] = ['tools', 'prompts', 'resources', 'tasks'];
 
 /**
- * {@link McpEndpointOptions} with every default filled in and every value checked.
+ * {@link ProtocolOptions} with every default filled in and every value checked.
  * @internal
  */
-export interface ResolvedEndpointOptions {
+export interface ResolvedProtocolOptions {
   readonly listenOptions: Readonly<ListenOptions>;
   readonly limits: Readonly<StreamLimits>;
   readonly capabilities: ServerCapabilities;
   /** In bytes; defaults to 1 048 576. */
   readonly maxBodyBytes: number;
-  /** In milliseconds; defaults to 10 000. */
-  readonly bodyTimeout: number;
   /** In milliseconds; defaults to 5000. */
   readonly capacityRetryAfter: number;
   /** Defaults to `'hold'`. */
   readonly emptyListen: EmptyListen;
   readonly scheduler: SchedulerLike;
-  /** The DNS-rebinding check (`allowedHosts`, `allowedOrigins`), absent when neither is given. */
-  readonly hostCheck: ((request: EndpointRequest) => string | undefined) | undefined;
-  /** The `corsOrigins` policy, absent without it. */
-  readonly cors: CorsPolicy | undefined;
-  /** The client address from trusted proxies (`trustProxy`), absent when none is trusted. */
-  readonly clientAddress: ClientAddress | undefined;
   readonly sessionOptions: Readonly<SessionOptions>;
   readonly serverInfo: ServerInfo;
   readonly extraCapabilities: Readonly<Record<string, unknown>>;
@@ -270,14 +209,15 @@ function serverInfo(label: string, value: unknown): void {
 }
 
 /**
- * Checks an endpoint's options and fills in the defaults (DESIGN M13).
- * @throws InvalidOptionError naming `McpEndpoint options` when `options` is not an object (a Hub
- *   given instead is told to pass `{ hub }`), else the first option that is unknown or has a value
- *   the library cannot use.
+ * Checks the protocol core's options and fills in the defaults (DESIGN M13); a front's own options
+ * (`known`, beside {@link PROTOCOL_OPTIONS}) are the front's to check.
+ * @throws InvalidOptionError naming `label` when `options` is not an object (a Hub given instead is
+ *   told to pass `{ hub }`), else the first option that is unknown or has a value the library
+ *   cannot use.
  * @internal
  */
-export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEndpointOptions {
-  validOptions('McpEndpoint options', options, KNOWN_OPTIONS, { like: '{ hub }' });
+export function resolveProtocolOptions(options: ProtocolOptions, label: string, known: readonly string[]): ResolvedProtocolOptions {
+  validOptions(label, options, known, { like: '{ hub }' });
   hub('hub', options.hub);
   const { keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice } = options;
   const listenOptions = resolveListenOptions({ keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice });
@@ -288,7 +228,6 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
   if (options.principals !== undefined) implementing('principals', options.principals, ['admit', 'count'], 'a PrincipalCap (admit, count), e.g. a PrincipalRegistry or a RedisPrincipalCap');
   if (options.slots !== undefined) implementing('slots', options.slots, ['tryAcquire'], 'a StreamSlots (for a number of slots, give maxStreams)');
   const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
-  const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
   const capacityRetryAfter = options.capacityRetryAfter === undefined ? DEFAULT_CAPACITY_RETRY_AFTER : milliseconds('capacityRetryAfter', options.capacityRetryAfter);
   const emptyListen = options.emptyListen === undefined ? 'hold' : oneOf<EmptyListen>('emptyListen', options.emptyListen, ['hold', 'complete']);
   const scheduler = options.scheduler === undefined ? asyncScheduler : validScheduler<SchedulerLike>('scheduler', options.scheduler);
@@ -305,9 +244,6 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     reconnectDelay: options.reconnectDelay,
   });
   if (options.legacy !== undefined) boolean('legacy', options.legacy);
-  const methods = options.legacy === false ? 'POST' : sessionOptions.allowClientSessionDelete ? 'POST, GET, DELETE' : 'POST, GET';
-  const cors = corsPolicy(options.corsOrigins, { authenticates: options.authenticate !== undefined, methods, allowedOrigins: options.allowedOrigins });
-  const check = hostCheck(options.allowedHosts, originsWithCors(options.allowedOrigins, options.corsOrigins));
   if (options.resourceProviders !== undefined) arrayOf('resourceProviders', options.resourceProviders, 'an array of ResourceProvider', resourceProvider);
   if (options.eventLog !== undefined && typeof options.eventLog !== 'function') throw new InvalidOptionError('eventLog', 'a function of a session id', options.eventLog);
   if (options.sessionBus !== undefined) {
@@ -325,13 +261,9 @@ export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEnd
     limits,
     capabilities,
     maxBodyBytes,
-    bodyTimeout,
     capacityRetryAfter,
     emptyListen,
     scheduler,
-    hostCheck: check,
-    cors,
-    clientAddress: clientAddress(options.trustProxy),
     sessionOptions,
     serverInfo: options.serverInfo ?? DEFAULT_SERVER_INFO,
     extraCapabilities: options.extraCapabilities ?? {},

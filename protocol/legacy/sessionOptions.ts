@@ -1,12 +1,12 @@
 import type { SchedulerLike } from 'rxjs';
-import type { ServerCapabilities } from '../../../lib/filter.js';
-import type { Hub } from '../../../lib/hub.js';
-import { boolean, knownKeys, milliseconds, positiveInteger } from '../../../lib/validate.js';
-import type { ServerInfo } from '../../../lib/protocol.js';
-import type { SessionPlans } from '../../../operators/sessionPipeline.js';
-import type { EventLog } from '../../../lib/replayBuffer.js';
-import type { SessionBus, SessionStore } from '../../../lib/session.js';
-import type { StreamSlots } from '../../../lib/slots.js';
+import type { ServerCapabilities } from '../../lib/filter.js';
+import type { Hub } from '../../lib/hub.js';
+import { boolean, knownKeys, milliseconds, positiveInteger } from '../../lib/validate.js';
+import type { ServerInfo } from '../../lib/protocol.js';
+import type { SessionPlans } from '../../operators/sessionPipeline.js';
+import type { EventLog } from '../../lib/replayBuffer.js';
+import type { SessionBus, SessionStore } from '../../lib/session.js';
+import type { StreamSlots } from '../../lib/slots.js';
 import type { ResourceAccess } from '../authorize.js';
 /** Options of the legacy era (DESIGN L1–L10); every duration is in milliseconds. */
 export interface SessionOptions {

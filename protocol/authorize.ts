@@ -1,7 +1,7 @@
-import type { RequestContext } from '../../lib/context.js';
-import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
-import type { Hub } from '../../lib/hub.js';
-import { type ResourceProvider, unrestrictedHub } from '../../lib/resources.js';
+import type { RequestContext } from '../lib/context.js';
+import { ErrorCode, JsonRpcError } from '../lib/jsonrpc.js';
+import type { Hub } from '../lib/hub.js';
+import { type ResourceProvider, unrestrictedHub } from '../lib/resources.js';
 
 /** A yes/no check of one resource URI for one caller (`canRead`, `subscribeHook`). */
 export type ResourceCheck = (uri: string, context: RequestContext) => boolean | Promise<boolean>;

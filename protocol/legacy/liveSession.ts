@@ -1,13 +1,13 @@
 import { EMPTY, type Observable, Subject } from 'rxjs';
-import type { QueueStage } from '../../../operators/dropWhenQueueExceeds.js';
-import type { HeldFrames, HeldFramesSink } from '../../../operators/heldFrames.js';
-import { stampInOrder } from '../../../operators/withEventIds.js';
-import type { RequestContext } from '../../../lib/context.js';
-import { type Frame, mayReceive, type MessageFrame } from '../../../lib/frame.js';
-import type { Hub, HubTarget } from '../../../lib/hub.js';
-import type { EventLog } from '../../../lib/replayBuffer.js';
-import type { SessionRecord } from '../../../lib/session.js';
-import { reportError, type StopReason } from '../../../lib/telemetry.js';
+import type { QueueStage } from '../../operators/dropWhenQueueExceeds.js';
+import type { HeldFrames, HeldFramesSink } from '../../operators/heldFrames.js';
+import { stampInOrder } from '../../operators/withEventIds.js';
+import type { RequestContext } from '../../lib/context.js';
+import { type Frame, mayReceive, type MessageFrame } from '../../lib/frame.js';
+import type { Hub, HubTarget } from '../../lib/hub.js';
+import type { EventLog } from '../../lib/replayBuffer.js';
+import type { SessionRecord } from '../../lib/session.js';
+import { reportError, type StopReason } from '../../lib/telemetry.js';
 import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from '../subscriptions.js';
 
 /** The list-changed topics a session hears on its GET stream (those the server advertises). @internal */

@@ -1,7 +1,7 @@
 // What `McpEndpoint.streams()` answers: one plain object per open listen stream and per legacy
 // session, built when asked from what each stream already holds (no bookkeeping per frame).
-import { filterNames, type FilterName, type ListenFilter } from '../../lib/filter.js';
-import type { JsonRpcId } from '../../lib/jsonrpc.js';
+import { filterNames, type FilterName, type ListenFilter } from '../lib/filter.js';
+import type { JsonRpcId } from '../lib/jsonrpc.js';
 
 /** Options of `McpEndpoint.streams()`. */
 export interface StreamsOptions {

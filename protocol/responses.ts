@@ -1,7 +1,7 @@
 import type { Observable } from 'rxjs';
-import type { Frame } from '../../lib/frame.js';
-import { HttpError } from '../../lib/httpError.js';
-import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
+import type { Frame } from '../lib/frame.js';
+import { HttpError } from '../lib/httpError.js';
+import { ErrorCode, JsonRpcError, type JsonRpcId } from '../lib/jsonrpc.js';
 
 /** Response headers of every SSE stream (DESIGN M5). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({

@@ -1,10 +1,10 @@
 import { Subject, type Subscription } from 'rxjs';
-import { encodeFrame } from '../lib/encode.js';
-import { McpRxError } from '../lib/errors.js';
-import type { McpEndpoint } from './endpoint/endpoint.js';
-import type { EndpointResponse } from './endpoint/responses.js';
-import { reportError } from '../lib/telemetry.js';
-import { endpoint as validEndpoint, options as validOptions, positiveInteger } from '../lib/validate.js';
+import { encodeFrame } from '../../lib/encode.js';
+import { McpRxError } from '../../lib/errors.js';
+import type { McpEndpoint } from './endpoint.js';
+import type { EndpointResponse } from '../../protocol/responses.js';
+import { reportError } from '../../lib/telemetry.js';
+import { endpoint as validEndpoint, options as validOptions, positiveInteger } from '../../lib/validate.js';
 
 /** Connection facts a Fetch-API runtime knows but `Request` does not carry. */
 export interface WebConnectionInfo {

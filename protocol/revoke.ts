@@ -1,8 +1,8 @@
 // Ending a principal's streams and sessions now (`McpEndpoint.revoke`), and one of them
 // (`McpEndpoint.closeStream`): on this node at once, on the other nodes of a fleet through its cap
 // and its session bus.
-import { InvalidOptionError, McpRxError } from '../../lib/errors.js';
-import { isCloseReason, type CloseReason } from '../../lib/frame.js';
+import { InvalidOptionError, McpRxError } from '../lib/errors.js';
+import { isCloseReason, type CloseReason } from '../lib/frame.js';
 import type { LegacySessions } from './legacy/sessions.js';
 import type { ListenStreams } from './listen.js';
 

@@ -1,8 +1,8 @@
-import type { CloseReason } from '../../lib/frame.js';
-import type { Admission } from '../../lib/principals.js';
-import type { Slot } from '../../lib/slots.js';
-import type { ListenTrace, StopReason } from '../../lib/telemetry.js';
-import type { ListenStatus, StreamWatcher } from '../../operators/listenPipeline.js';
+import type { CloseReason } from '../lib/frame.js';
+import type { Admission } from '../lib/principals.js';
+import type { Slot } from '../lib/slots.js';
+import type { ListenTrace, StopReason } from '../lib/telemetry.js';
+import type { ListenStatus, StreamWatcher } from '../operators/listenPipeline.js';
 import { listenFilterInfo, type ListenStreamInfo, type StreamsOptions } from './inspect.js';
 import type { FeedLease } from './providerFeeds.js';
 import { traceStart, traceStop } from './trace.js';

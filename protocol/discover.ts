@@ -1,6 +1,6 @@
-import { type ServerCapabilities, TASKS_EXTENSION_ID } from '../../lib/filter.js';
-import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
-import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, NEWEST_LEGACY_PROTOCOL_VERSION, type ServerInfo } from '../../lib/protocol.js';
+import { type ServerCapabilities, TASKS_EXTENSION_ID } from '../lib/filter.js';
+import { ErrorCode, JsonRpcError } from '../lib/jsonrpc.js';
+import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, NEWEST_LEGACY_PROTOCOL_VERSION, type ServerInfo } from '../lib/protocol.js';
 
 /** The result `_meta` key under which a 2026-07-28 server names itself (`{ name, version }`). */
 const SERVER_INFO_META_KEY = 'io.modelcontextprotocol/serverInfo';

@@ -1,9 +1,9 @@
 import { firstValueFrom, race, timer } from 'rxjs';
-import type { RequestContext } from '../../../lib/context.js';
-import { McpRxError } from '../../../lib/errors.js';
-import { MAX_URI_BYTES } from '../../../lib/filter.js';
-import { ErrorCode, exceedsBytes, JsonRpcError } from '../../../lib/jsonrpc.js';
-import { reportError } from '../../../lib/telemetry.js';
+import type { RequestContext } from '../../lib/context.js';
+import { McpRxError } from '../../lib/errors.js';
+import { MAX_URI_BYTES } from '../../lib/filter.js';
+import { ErrorCode, exceedsBytes, JsonRpcError } from '../../lib/jsonrpc.js';
+import { reportError } from '../../lib/telemetry.js';
 import { refusalError, type ResourceDecision } from '../authorize.js';
 import { cancelSubscribe, establishSubscription, type SubscribeOutcome } from '../subscriptions.js';
 import type { LiveSession, SessionStream } from './liveSession.js';

@@ -1,16 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { Broadcast } from '../lib/broadcast.js';
-import { encodeFrame, KEEP_ALIVE_TEXT } from '../lib/encode.js';
-import type { Frame } from '../lib/frame.js';
-import type { EndpointRequest } from '../lib/context.js';
-import type { McpEndpoint } from './endpoint/endpoint.js';
-import type { EndpointResponse } from './endpoint/responses.js';
-import { StalledStreamError } from '../lib/errors.js';
-import { LeanSubscriber } from '../lib/subscribers.js';
-import { reportError } from '../lib/telemetry.js';
+import { Broadcast } from '../../lib/broadcast.js';
+import { encodeFrame, KEEP_ALIVE_TEXT } from '../../lib/encode.js';
+import type { Frame } from '../../lib/frame.js';
+import type { EndpointRequest } from '../../lib/context.js';
+import type { McpEndpoint } from './endpoint.js';
+import type { EndpointResponse } from '../../protocol/responses.js';
+import { StalledStreamError } from '../../lib/errors.js';
+import { LeanSubscriber } from '../../lib/subscribers.js';
+import { reportError } from '../../lib/telemetry.js';
 import { ownsSocket, writeChunk } from './socketChunk.js';
-import { endpoint as validEndpoint } from '../lib/validate.js';
+import { endpoint as validEndpoint } from '../../lib/validate.js';
 
 /** A `(req, res)` handler for `http.createServer`, Express (`app.post('/mcp', h)`) or Fastify (`request.raw`, `reply.raw`). */
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, parsedBody?: unknown) => void;
