@@ -1,4 +1,5 @@
-import { Observable, Subject, type Subscriber, type TeardownLogic } from 'rxjs';
+import { Observable, Subject, Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
+import { reportError } from './telemetry.js';
 
 /** What a {@link Broadcast} hands its values to directly. @internal */
 export interface BroadcastTarget {
@@ -9,9 +10,9 @@ export interface BroadcastTarget {
  * A Subject-like signal (`next`, `complete`, never an error) that is also a plain Observable, with
  * a second, allocation-free way in: `attach(target)` registers an object that gets every value
  * through `target.onBroadcast(this, value)`. A listen stream attaches itself to its demand, its
- * supersede signal and the server's shutdown signal this way, instead of subscribing to three
- * Subjects (a subscriber, a subscription, a teardown closure and two arrays each, times 10 000
- * idle streams). Other consumers subscribe as usual. After `complete()`, a new subscriber only
+ * supersede signal and the server's shutdown signal this way ({@link follow} makes the choice),
+ * instead of subscribing to three Subjects (a subscriber, a subscription, a teardown closure and
+ * two arrays each, times 10 000 idle streams). Other consumers subscribe as usual. After `complete()`, a new subscriber only
  * gets the completion and a new target nothing, as with a completed Subject.
  * @internal
  */
@@ -68,3 +69,96 @@ class Targets extends Set<BroadcastTarget> {}
 
 /** What a completed Broadcast holds in place of its targets. */
 const COMPLETED: unique symbol = Symbol('completed');
+
+/**
+ * What {@link follow} hands a signal's values to: `onBroadcast(signal$, value)` (the signal
+ * itself as `source`, whether attached or subscribed), and, when the signal is not a Broadcast,
+ * its error to `onError`. A follower without `onError` has the error reported on `channels.error`
+ * (`where: 'source'`). A completion is told to no one: the signal just stops.
+ * @internal
+ */
+export interface Follower extends BroadcastTarget {
+  onError?(error: unknown): void;
+}
+
+/**
+ * Follows `signal$` on `target`'s behalf: attaches `target` to it when it is a {@link Broadcast},
+ * else subscribes one small subscriber that hands its values on. {@link unfollow} undoes either.
+ *
+ * The one place that makes this choice. A listen stream follows its demand, its principal's
+ * signal and the server's shutdown signal; our own signals are Broadcasts, so at 10 000 idle
+ * streams that is no subscriber, no subscription and no closure each (attaching allocates
+ * nothing), while any other Observable a caller passes still works. What the first case returns
+ * is `undefined` (there is nothing to keep), which keeps a stream that follows several signals
+ * from needing a list of them.
+ *
+ * Precondition: `target` follows `signal$` once at a time. Attaching twice is once, subscribing
+ * twice is twice: the two cases differ there.
+ *
+ * @example
+ * class Stream implements Follower {
+ *   #watch: Subscription | undefined;
+ *   constructor(private readonly shutdown$: Observable<void>) {
+ *     this.#watch = follow(shutdown$, this);
+ *   }
+ *   onBroadcast(_source: Observable<unknown>, _value: unknown): void {
+ *     this.close();
+ *   }
+ *   close(): void {
+ *     unfollow(this.shutdown$, this, this.#watch);
+ *     this.#watch = undefined;
+ *   }
+ * }
+ * @param signal$ the signal; a Broadcast is attached to, any other Observable subscribed.
+ * @param target told each value (see {@link Follower}).
+ * @returns the subscription when it subscribed (a signal that emits or ends while it is
+ *   subscribed is told before this returns), `undefined` when it attached.
+ * @see unfollow
+ * @internal
+ */
+export function follow(signal$: Observable<unknown>, target: Follower): Subscription | undefined {
+  if (signal$ instanceof Broadcast) {
+    signal$.attach(target);
+    return undefined;
+  }
+  return signal$.subscribe(new FollowSubscriber(signal$, target));
+}
+
+/**
+ * Stops what `follow(signal$, target)` started: detaches `target` from a Broadcast, else
+ * unsubscribes `subscription`. Idempotent.
+ * @param signal$ the signal given to {@link follow}.
+ * @param target the target given to {@link follow}.
+ * @param subscription what {@link follow} returned; `undefined` when the caller unsubscribes it
+ *   itself (together with its other subscriptions, say) or when it attached.
+ * @internal
+ */
+export function unfollow(signal$: Observable<unknown>, target: Follower, subscription?: Subscription): void {
+  if (signal$ instanceof Broadcast) signal$.detach(target);
+  else subscription?.unsubscribe();
+}
+
+/** The subscriber {@link follow} subscribes a signal that is not a Broadcast with: one object, no closures. */
+class FollowSubscriber extends Subscriber<unknown> {
+  constructor(
+    private readonly signal$: Observable<unknown>,
+    private readonly target: Follower,
+  ) {
+    super();
+  }
+
+  protected override _next(value: unknown): void {
+    this.target.onBroadcast(this.signal$, value);
+  }
+
+  protected override _error(error: unknown): void {
+    this.unsubscribe();
+    const { target } = this;
+    if (target.onError !== undefined) target.onError(error);
+    else reportError('source', error);
+  }
+
+  protected override _complete(): void {
+    this.unsubscribe();
+  }
+}

@@ -1,9 +1,11 @@
 // Broadcast: the allocation-free signal a stream attaches to (its demand, its supersede signal)
-// and a plain Observable for everyone else.
+// and a plain Observable for everyone else; follow/unfollow: attach to a Broadcast, else subscribe.
 import { strict as assert } from 'node:assert';
-import type { Observable } from 'rxjs';
+import { BehaviorSubject, type Observable, of, Subject, Subscription, throwError } from 'rxjs';
 import { test } from 'uvu';
-import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
+import { Broadcast, type BroadcastTarget, follow, type Follower, unfollow } from '../lib/broadcast.js';
+import { channels, type ErrorEvent } from '../lib/telemetry.js';
+import { collecting } from './helpers/telemetry.js';
 
 class Target implements BroadcastTarget {
   readonly got: unknown[] = [];
@@ -95,6 +97,77 @@ test('a target that completes the Broadcast while hearing a value: the others of
   signal.next(2);
   assert.deepEqual(a.got, [1]);
   assert.deepEqual(b.got, [1]);
+});
+
+/** A follower that logs what it is told, with the source's name. */
+class Log implements Follower {
+  readonly seen: string[] = [];
+  constructor(private readonly names: Map<Observable<unknown>, string>) {}
+  onBroadcast(source: Observable<unknown>, value: unknown): void {
+    this.seen.push(`${this.names.get(source) ?? 'unknown'} ${String(value)}`);
+  }
+  onError(error: unknown): void {
+    this.seen.push(`error ${(error as Error).message}`);
+  }
+}
+
+test('follow: a Broadcast is attached to (nothing returned, no subscriber made), unfollow detaches', () => {
+  const signal = new Broadcast<number>();
+  const log = new Log(new Map([[signal, 'b']]));
+  assert.equal(follow(signal, log), undefined);
+  signal.next(1);
+  // Attached, not subscribed: the Broadcast made no Subject for a subscriber.
+  assert.equal((signal as unknown as { subject: unknown }).subject, undefined);
+  unfollow(signal, log);
+  unfollow(signal, log); // idempotent
+  signal.next(2);
+  assert.deepEqual(log.seen, ['b 1']);
+});
+
+test('follow: another Observable is subscribed, its values told with the signal as source; unfollow unsubscribes', () => {
+  const signal = new Subject<string>();
+  const log = new Log(new Map([[signal, 's']]));
+  const subscription = follow(signal, log);
+  assert.ok(subscription instanceof Subscription);
+  assert.equal(signal.observed, true);
+  signal.next('a');
+  unfollow(signal, log, subscription);
+  unfollow(signal, log, subscription); // idempotent
+  assert.equal(signal.observed, false);
+  signal.next('b');
+  assert.deepEqual(log.seen, ['s a']);
+});
+
+test('follow: a signal that emits while it is subscribed is told before follow returns; a completion is told to no one', () => {
+  const current = new BehaviorSubject(false);
+  const log = new Log(new Map<Observable<unknown>, string>([[current, 'demand']]));
+  const subscription = follow(current, log);
+  assert.deepEqual(log.seen, ['demand false']);
+  current.complete();
+  assert.equal(subscription!.closed, true);
+  const once = of(7);
+  const other = new Log(new Map([[once, 'once']]));
+  assert.equal(follow(once, other)!.closed, true);
+  assert.deepEqual(other.seen, ['once 7']);
+});
+
+test('follow: an error goes to onError, the subscription closed first; without onError it is reported on channels.error', async () => {
+  const failing = new Subject<number>();
+  const log = new Log(new Map([[failing, 'f']]));
+  const subscription = follow(failing, log)!;
+  failing.error(new Error('boom'));
+  assert.deepEqual(log.seen, ['error boom']);
+  assert.equal(subscription.closed, true);
+
+  await collecting<ErrorEvent>(channels.error, async (events) => {
+    const seen: unknown[] = [];
+    const bare: Follower = { onBroadcast: (_source, value) => seen.push(value) };
+    follow(throwError(() => new Error('lost')), bare);
+    assert.deepEqual(seen, []);
+    assert.equal(events.length, 1);
+    assert.equal(events[0]!.where, 'source');
+    assert.equal((events[0]!.error as Error).message, 'lost');
+  });
 });
 
 test.run();
