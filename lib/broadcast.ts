@@ -92,8 +92,10 @@ export interface Follower extends BroadcastTarget {
  * is `undefined` (there is nothing to keep), which keeps a stream that follows several signals
  * from needing a list of them.
  *
- * Precondition: `target` follows `signal$` once at a time. Attaching twice is once, subscribing
- * twice is twice: the two cases differ there.
+ * The two cases differ in one thing: a target that follows the same signal twice is attached
+ * once (told each value once; the first `unfollow` detaches it) but subscribed twice (told each
+ * value twice; each subscription unsubscribed on its own). A target that tells its signals apart
+ * by `source`, as a close stage does, needs no more.
  *
  * @example
  * class Stream implements Follower {

@@ -1,5 +1,5 @@
 import { Observable, Subject, type MonoTypeOperatorFunction } from 'rxjs';
-import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
+import { follow, type Follower, unfollow } from '../lib/broadcast.js';
 import type { Clock, ClockEntry } from '../lib/clock.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import { controlFrame, isCloseReason, type CloseReason, type Frame } from '../lib/frame.js';
@@ -163,11 +163,6 @@ export interface ClosePlan {
   /** The outside signals, and (at the same index) the reason each closes with. */
   readonly signals: readonly Observable<unknown>[];
   readonly signalReasons: readonly CloseReason[];
-  /**
-   * Whether the stage attaches itself to `signals[i]` (a {@link Broadcast}, not listed earlier)
-   * instead of subscribing to it: no subscriber per stream for an endpoint's shared shutdown signal.
-   */
-  readonly attach: readonly boolean[];
   /** Triggers of your own: given the frames, subscribed. */
   readonly custom: readonly CloseTrigger[];
   readonly action: CloseAction;
@@ -203,13 +198,11 @@ export function closePlan(
       signalReasons.push(spec.reason);
     } else if (idle === undefined || spec.ms < idle.ms) idle = spec;
   }
-  const attach = signals.map((signal$, i) => signal$ instanceof Broadcast && signals.indexOf(signal$) === i);
   return {
     deadlines,
     idle,
     signals,
     signalReasons,
-    attach,
     custom,
     action,
     requestId: extra.requestId,
@@ -229,9 +222,6 @@ export function listenClosingFrames(requestId: JsonRpcId, mode: CloseNoticeMode,
   const cancelled = controlFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } }, reason);
   return [cancelled, result];
 }
-
-/** The tag of the stream's own principal signal (its `supersede$`) when it is subscribed. */
-const PRINCIPAL_SIGNAL: unique symbol = Symbol('principal signal');
 
 /**
  * The reason a principal's signal closes its stream with: the value itself when it is a close
@@ -254,7 +244,7 @@ function principalReason(value: unknown): CloseReason {
  * superseded, shutdown. `close(reason)` ends it from outside (what `McpEndpoint.closeStream` does).
  * @internal
  */
-export class CloseStage extends Stage<Frame, Frame | CloseReason> implements ClockEntry, BroadcastTarget, SubscriptionReceiver<unknown, CloseReason | typeof PRINCIPAL_SIGNAL | undefined> {
+export class CloseStage extends Stage<Frame, Frame | CloseReason> implements ClockEntry, Follower, SubscriptionReceiver<unknown, undefined> {
   due = 0;
   slot = -1;
   seq = 0;
@@ -266,7 +256,8 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   private closing = false;
   private deadlineReason: CloseReason = 'max_lifetime';
   private lastActivity = 0;
-  // Deadlines on another clock than the plan's, and subscribed signals and triggers.
+  // Deadlines on another clock than the plan's, the signals that are not Broadcasts (see follow),
+  // and the triggers of your own.
   private others: { unsubscribe(): void }[] | undefined = undefined;
   private frames: Subject<Frame> | undefined = undefined;
   private chain: StageChain | undefined = undefined;
@@ -304,19 +295,16 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   }
 
   override open(): void {
-    const { deadlines, idle, signals, signalReasons, custom, attach, clock } = this.plan;
+    const { deadlines, idle, signals, custom, clock } = this.plan;
     if (idle !== undefined) this.lastActivity = idle.clock.elapsed();
     if (clock !== undefined) this.openDeadlines(clock, deadlines);
     const supersede$ = this.supersede$;
-    if (supersede$ !== undefined) this.follow(supersede$, PRINCIPAL_SIGNAL, supersede$ instanceof Broadcast);
-    for (let i = 0; i < signals.length && !this.closing; i++) {
-      const signal$ = signals[i]!;
-      this.follow(signal$, signalReasons[i]!, attach[i]! && signal$ !== supersede$);
-    }
+    if (supersede$ !== undefined) this.follow(supersede$);
+    for (let i = 0; i < signals.length && !this.closing; i++) this.follow(signals[i]!);
     if (custom.length > 0 && !this.closing) {
       const frames = (this.frames = new Subject<Frame>());
       for (let i = 0; i < custom.length && !this.closing; i++) {
-        (this.others ??= []).push(custom[i]!(frames.asObservable()).subscribe(new BareSubscriber<unknown, CloseReason | undefined>(this, undefined)));
+        (this.others ??= []).push(custom[i]!(frames.asObservable()).subscribe(new BareSubscriber<unknown>(this, undefined)));
       }
     }
   }
@@ -343,9 +331,10 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     if (due !== Number.POSITIVE_INFINITY) clock.add(this, due);
   }
 
-  private follow(signal$: Observable<unknown>, reason: CloseReason | typeof PRINCIPAL_SIGNAL, attach: boolean): void {
-    if (attach) (signal$ as Broadcast<unknown>).attach(this);
-    else (this.others ??= []).push(signal$.subscribe(new BareSubscriber<unknown, CloseReason | typeof PRINCIPAL_SIGNAL | undefined>(this, reason)));
+  /** Follows an outside signal: an idle stream keeps nothing for a Broadcast, a subscription among `others` for anything else. */
+  private follow(signal$: Observable<unknown>): void {
+    const subscription = follow(signal$, this);
+    if (subscription !== undefined) (this.others ??= []).push(subscription);
   }
 
   push(frame: Frame): void {
@@ -368,18 +357,20 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
     this.close(this.deadlineReason);
   }
 
+  /**
+   * A value of an outside signal: the stream's principal signal says its own reason (it is looked
+   * at first, as it was followed first), a signal of the plan the reason it was listed with (the
+   * first listing when it is listed twice).
+   */
   onBroadcast(source: Observable<unknown>, value: unknown): void {
     if (source === this.supersede$) return this.close(principalReason(value));
     const i = this.plan.signals.indexOf(source);
     if (i >= 0) this.close(this.plan.signalReasons[i]!);
   }
 
-  /**
-   * A value of a subscribed signal (`reason`; the stream's principal signal says its own), or of a
-   * trigger of your own (the value is the reason).
-   */
-  onValue(value: unknown, reason: CloseReason | typeof PRINCIPAL_SIGNAL | undefined): void {
-    this.close(reason === PRINCIPAL_SIGNAL ? principalReason(value) : (reason ?? (value as CloseReason)));
+  /** A value of a trigger of your own: the value is the reason. */
+  onValue(value: unknown): void {
+    this.close(value as CloseReason);
   }
 
   /** A signal or a trigger of your own errored: so does the stream. */
@@ -433,11 +424,12 @@ export class CloseStage extends Stage<Frame, Frame | CloseReason> implements Clo
   }
 
   private release(): void {
-    const { signals, attach, clock } = this.plan;
+    const { signals, clock } = this.plan;
     clock?.remove(this);
+    // The subscriptions of the signals that are not Broadcasts are among `others`.
     const supersede$ = this.supersede$;
-    if (supersede$ instanceof Broadcast) supersede$.detach(this);
-    for (let i = 0; i < signals.length; i++) if (attach[i]) (signals[i] as Broadcast<unknown>).detach(this);
+    if (supersede$ !== undefined) unfollow(supersede$, this);
+    for (let i = 0; i < signals.length; i++) unfollow(signals[i]!, this);
     const others = this.others;
     if (others !== undefined) {
       this.others = undefined;

@@ -1,10 +1,9 @@
 import type { MonoTypeOperatorFunction, Observable, SchedulerLike, Subscription } from 'rxjs';
-import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
+import { follow, type Follower, unfollow } from '../lib/broadcast.js';
 import { Clock, type ClockEntry } from '../lib/clock.js';
 import { InvalidOptionError, StalledStreamError } from '../lib/errors.js';
 import { encodedByteLength } from '../lib/encode.js';
 import { isNotification, type Frame, type MessageFrame } from '../lib/frame.js';
-import { BareSubscriber, type SubscriptionReceiver } from '../lib/subscribers.js';
 import { accountQueue } from '../lib/telemetry.js';
 import { callback, milliseconds, nonNegativeInteger, observable, oneOf, positiveInteger } from '../lib/validate.js';
 import { DisposingStage, stageOperator } from './stage.js';
@@ -158,13 +157,13 @@ export function queuePlan(settings: {
 }
 
 /**
- * The logic of {@link dropWhenQueueExceeds}: follows the sink's demand (attached to a
- * {@link Broadcast} directly, else subscribed), passes frames while the sink is ready and nothing
+ * The logic of {@link dropWhenQueueExceeds}: follows the sink's demand (see {@link follow}: a
+ * Broadcast is attached to, anything else subscribed), passes frames while the sink is ready and nothing
  * waits, else holds them in a {@link PendingFrames}; holds the source's completion until the queue
  * is written, at most for the stall grace period (the stage is its own entry on the clock then).
  * @internal
  */
-export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget, ClockEntry, SubscriptionReceiver<boolean, undefined> {
+export class QueueStage extends DisposingStage<Frame> implements Follower, ClockEntry {
   due = 0;
   slot = -1;
   seq = 0;
@@ -177,6 +176,7 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
   /** Left the demand and the clock: passes nothing more. */
   private released = false;
   private pending: PendingFrames | undefined;
+  /** The demand's subscription when it is not a Broadcast (see {@link follow}). */
   private demand: Subscription | undefined;
 
   /**
@@ -212,8 +212,7 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
 
   override open(): void {
     const { demand$ } = this;
-    if (demand$ instanceof Broadcast) demand$.attach(this);
-    else if (demand$ !== undefined) this.demand = demand$.subscribe(new BareSubscriber<boolean>(this, undefined));
+    if (demand$ !== undefined) this.demand = follow(demand$, this);
   }
 
   push(frame: Frame): void {
@@ -231,22 +230,17 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
     }
   }
 
-  onBroadcast(_source: Observable<unknown>, value: unknown): void {
-    this.onDemand(value as boolean);
+  /** The sink's demand changed (a demand's completion keeps its last value). */
+  onBroadcast(_source: Observable<unknown>, canWrite: unknown): void {
+    this.onDemand(canWrite as boolean);
   }
 
-  onValue(canWrite: boolean): void {
-    this.onDemand(canWrite);
-  }
-
+  /** The demand signal failed: so does the stream. */
   onError(error: unknown): void {
     this.fail(error);
   }
 
-  // The demand's completion keeps its last value: no onComplete.
-
-  /** The sink's demand changed. */
-  onDemand(canWrite: boolean): void {
+  private onDemand(canWrite: boolean): void {
     if (!canWrite) {
       this.busy = true;
       return;
@@ -314,8 +308,7 @@ export class QueueStage extends DisposingStage<Frame> implements BroadcastTarget
     this.released = true;
     this.plan.clock?.remove(this);
     const { demand$ } = this;
-    if (demand$ instanceof Broadcast) demand$.detach(this);
-    this.demand?.unsubscribe();
+    if (demand$ !== undefined) unfollow(demand$, this, this.demand);
     this.demand = undefined;
     this.pending?.clear();
   }
