@@ -1,5 +1,5 @@
 import { Observable, type Subscription } from 'rxjs';
-import { Broadcast, type BroadcastTarget } from '../lib/broadcast.js';
+import { Broadcast, follow, type Follower, unfollow } from '../lib/broadcast.js';
 import type { AuthInfo } from '../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../lib/context.js';
 import { authorizeListenFilter, filterNames, type ListenFilter, parseListenFilter, type ResourceAuthorizer, type ServerCapabilities } from '../lib/filter.js';
@@ -271,9 +271,9 @@ export class ListenStreams {
  * meanwhile, its slot is given back at once: a principal's streams never hold more slots than its
  * cap, opened or not.
  */
-class PendingListen implements BroadcastTarget {
-  // The supersede signal followed until the stream opens: attached to (our own registry's
-  // Broadcast: nothing allocated, and it keeps no Subject for the stream's life) or subscribed.
+class PendingListen implements Follower {
+  // The supersede signal followed until the stream opens (see follow: our own registry's is a
+  // Broadcast, attached to with nothing allocated, and it keeps no Subject for the stream's life).
   #watch: Subscription | undefined;
   #displaced = false;
   /** Why it was displaced before it opened (`superseded`, or what its principal's signal said). */
@@ -283,9 +283,7 @@ class PendingListen implements BroadcastTarget {
     readonly admission: Admission,
     readonly slot: Slot,
   ) {
-    const signal$ = admission.superseded$;
-    if (signal$ instanceof Broadcast) signal$.attach(this);
-    else this.#watch = signal$.subscribe((value) => this.onBroadcast(signal$, value));
+    this.#watch = follow(admission.superseded$, this);
   }
 
   onBroadcast(_source: Observable<unknown>, value: unknown): void {
@@ -308,9 +306,7 @@ class PendingListen implements BroadcastTarget {
   }
 
   #stopWatching(): void {
-    const signal$ = this.admission.superseded$;
-    if (signal$ instanceof Broadcast) signal$.detach(this);
-    this.#watch?.unsubscribe();
+    unfollow(this.admission.superseded$, this, this.#watch);
     this.#watch = undefined;
   }
 }
