@@ -1,6 +1,6 @@
 // The machine-wide caps a cluster primary keeps for its workers: the stream slots (maxStreams) and
 // the per-principal cap of listen streams (maxListensPerPrincipal).
-import { Broadcast, type BroadcastTarget } from '../../lib/broadcast.js';
+import { follow, type Follower, unfollow } from '../../lib/broadcast.js';
 import type { Observable, Subscription } from 'rxjs';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
 import type { HeldAdmission, Member } from './member.js';
@@ -41,8 +41,8 @@ export class MachineSlots {
   }
 }
 
-/** One worker's admitted stream, following its admission's signal (attached, or subscribed). */
-class Held implements HeldAdmission, BroadcastTarget {
+/** One worker's admitted stream, following its admission's signal (see {@link follow}). */
+class Held implements HeldAdmission, Follower {
   #watch: Subscription | undefined;
 
   constructor(
@@ -52,9 +52,7 @@ class Held implements HeldAdmission, BroadcastTarget {
     readonly principal: string,
     readonly admission: Admission,
   ) {
-    const signal$ = admission.superseded$ as Observable<unknown>;
-    if (signal$ instanceof Broadcast) signal$.attach(this);
-    else this.#watch = signal$.subscribe((reason) => this.onBroadcast(signal$, reason));
+    this.#watch = follow(admission.superseded$, this);
   }
 
   onBroadcast(_source: Observable<unknown>, reason: unknown): void {
@@ -62,9 +60,7 @@ class Held implements HeldAdmission, BroadcastTarget {
   }
 
   stop(): void {
-    const signal$ = this.admission.superseded$ as Observable<unknown>;
-    if (signal$ instanceof Broadcast) signal$.detach(this);
-    this.#watch?.unsubscribe();
+    unfollow(this.admission.superseded$, this, this.#watch);
     this.#watch = undefined;
   }
 }
