@@ -18,10 +18,11 @@ import { type ChannelSession, serveChannel } from './session.js';
 
 /** What this adapter uses of a WebSocket: the `WebSocket` of the `ws` package (client or server side) has it. */
 export interface WebSocketLike {
-  /** 1 while open (`WebSocket.OPEN`). */
+  /** 0 while connecting, 1 while open, 2 while closing, 3 once closed (`WebSocket.CONNECTING` … `WebSocket.CLOSED`). */
   readonly readyState: number;
   send(data: string, callback?: (error?: Error) => void): void;
   close(code?: number, reason?: string): void;
+  on(event: 'open', listener: () => void): unknown;
   on(event: 'message', listener: (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => void): unknown;
   on(event: 'close', listener: () => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
@@ -33,12 +34,15 @@ export interface WebSocketChannelOptions {
   /**
    * Bytes of sent messages the socket may hold unwritten before the channel says it is busy;
    * defaults to 65 536. Counted from each `send` until `ws` calls its callback (the bytes reached
-   * the kernel), so a client that stops reading fills it once the kernel's buffers are full.
+   * the kernel), so a client that stops reading fills it once the kernel's buffers are full. What
+   * is sent before the socket opens is held, and counted, from the `send` on.
    */
   readonly highWaterMark?: number;
 }
 
+const CONNECTING = 0;
 const OPEN = 1;
+const CLOSED = 3;
 const PATH_RULE = { pattern: /^\//, what: 'a path starting with /' };
 
 /** A WebSocket of the `ws` package (or one like it: `send`, `close`, `on`, `off`). */
@@ -51,12 +55,28 @@ function webSocket(label: string, value: unknown): WebSocketLike {
  * one is taken as UTF-8 bytes), each message sent is one text message. Works on either side: a
  * server's socket (see {@link serveWebSocket}) or a client's.
  *
+ * A client's socket may be given as `new WebSocket(url)` returns it, still connecting: what is sent
+ * before it opens is held, in order, and goes out when it opens, ahead of anything sent later (an
+ * official client's `server/discover` is sent at once); it counts toward `highWaterMark` like what
+ * `ws` holds. A socket that closes without ever opening (nothing listens, the upgrade is refused
+ * with 401 or 403, `close()` was called) ends the channel: `incoming` completes, what was held is
+ * dropped, and unless `close()` asked for it an `Error` naming the cause and what was dropped is
+ * reported on `channels.error` (`where: 'adapter'`; its `cause` is the socket's error). A sender
+ * told to wait for `drain$` is then let go. The channel listens to the socket's `'error'` (`ws`
+ * throws one nobody listens to); the socket's own `'error'` and `'unexpected-response'` events are
+ * there for more.
+ *
  * @example
+ * import { Client } from '@modelcontextprotocol/client';
+ * import { channelTransport } from 'mcp-rx-streams';
+ * import { webSocketChannel } from 'mcp-rx-streams/ws';
  * import { WebSocket } from 'ws';
- * const channel = webSocketChannel(new WebSocket('ws://127.0.0.1:3000/mcp'));
- * @param socket an open (or opening) WebSocket of the `ws` package, or one of its shape.
+ * const client = new Client({ name: 'me', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+ * await client.connect(channelTransport(webSocketChannel(new WebSocket('ws://127.0.0.1:3000/mcp'))));
+ * @param socket an open or opening WebSocket of the `ws` package, or one of its shape.
  * @param options `highWaterMark` in bytes; defaults to 65 536.
  * @see serveWebSocket
+ * @see channelTransport
  */
 export function webSocketChannel(socket: WebSocketLike, options?: WebSocketChannelOptions): MessageChannel {
   webSocket('webSocketChannel socket', socket);
@@ -67,26 +87,54 @@ export function webSocketChannel(socket: WebSocketLike, options?: WebSocketChann
 class WebSocketChannel implements MessageChannel {
   readonly incoming: Observable<ChannelInput>;
   readonly drain$ = new Subject<void>();
-  /** Bytes handed to `send` whose callback has not come yet. */
+  /** Bytes sent on the channel that have not reached the kernel: held until the socket opens, then handed to `ws` until its callback. */
   #unsent = 0;
   #owesDrain = false;
   #ended = false;
+  /** What was sent while the socket was connecting, in order; `undefined` once it opened, or closed without opening. */
+  #held: string[] | undefined;
+  /** The socket's first error before it opened: what a refused connection or upgrade says. */
+  #openError: Error | undefined;
+  /** `close()` was called: a socket that then never opens did what was asked. */
+  #closing = false;
 
   constructor(
     private readonly socket: WebSocketLike,
     private readonly highWaterMark: number,
   ) {
+    // An error is followed by 'close', which ends the channel; listening keeps ws from throwing it,
+    // also before `incoming` is subscribed (a socket refused, or closed while connecting).
+    socket.on('error', (error) => {
+      if (this.#held !== undefined) this.#openError ??= error;
+    });
+    if (socket.readyState === CONNECTING) {
+      this.#held = [];
+      // Registered before `incoming`'s 'close' listener, so the channel knows it never opened when that completes it.
+      const onClose = () => {
+        socket.off('open', onOpen);
+        this.#neverOpened();
+      };
+      const onOpen = () => {
+        socket.off('close', onClose);
+        this.#release();
+      };
+      socket.on('open', onOpen);
+      socket.on('close', onClose);
+    }
     this.incoming = new Observable<ChannelInput>((subscriber) => {
+      // 'close' was emitted already: it will not come again.
+      if (socket.readyState === CLOSED) {
+        this.#ended = true;
+        subscriber.complete();
+        return;
+      }
       const onMessage = (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
         const buffer = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
         subscriber.next(isBinary ? new Uint8Array(buffer) : buffer.toString('utf8'));
       };
       const onClose = () => subscriber.complete();
-      // An error is followed by 'close'; listening keeps it from being thrown.
-      const onError = () => {};
       socket.on('message', onMessage);
       socket.on('close', onClose);
-      socket.on('error', onError);
       return () => {
         this.#ended = true;
         socket.off('message', onMessage);
@@ -96,9 +144,30 @@ class WebSocketChannel implements MessageChannel {
   }
 
   send(json: string): boolean {
-    if (this.#ended || this.socket.readyState !== OPEN) return true;
+    // An 'open' listener the application registered before the channel's runs first: what is held goes first.
+    if (this.#held !== undefined && this.socket.readyState === OPEN) this.#release();
+    if (this.#ended || (this.#held === undefined && this.socket.readyState !== OPEN)) return true;
     const size = Buffer.byteLength(json);
     this.#unsent += size;
+    if (this.#held === undefined) this.#write(json, size);
+    else this.#held.push(json);
+    if (this.#unsent < this.highWaterMark) return true;
+    this.#owesDrain = true;
+    return false;
+  }
+
+  close(): void {
+    this.#closing = true;
+    try {
+      // While connecting, ws aborts the handshake (then emits 'error' and 'close'); it does not throw.
+      this.socket.close(1000);
+    } catch (error) {
+      reportError('adapter', error);
+    }
+  }
+
+  /** Hands `json` (`size` bytes, counted in `#unsent` already) to ws; its callback says the bytes reached the kernel. */
+  #write(json: string, size: number): void {
     this.socket.send(json, () => {
       this.#unsent -= size;
       if (this.#owesDrain && this.#unsent < this.highWaterMark) {
@@ -106,16 +175,33 @@ class WebSocketChannel implements MessageChannel {
         this.drain$.next();
       }
     });
-    if (this.#unsent < this.highWaterMark) return true;
-    this.#owesDrain = true;
-    return false;
   }
 
-  close(): void {
-    try {
-      this.socket.close(1000);
-    } catch (error) {
-      reportError('adapter', error);
+  /** The socket opened: what was held goes out, in the order it was sent. */
+  #release(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    for (const json of held) this.#write(json, Buffer.byteLength(json));
+  }
+
+  /** The socket closed without opening: what was held is dropped, and said so unless `close()` asked for it. */
+  #neverOpened(): void {
+    const dropped = this.#held?.length ?? 0;
+    this.#held = undefined;
+    this.#unsent = 0;
+    if (!this.#closing) {
+      const cause = this.#openError;
+      const what = dropped === 0 ? 'nothing had been sent on it' : dropped === 1 ? 'the 1 message sent on it was dropped' : `the ${dropped} messages sent on it were dropped`;
+      reportError(
+        'adapter',
+        new Error(`webSocketChannel: the WebSocket closed before it opened (${cause?.message ?? 'no error given'}), and ${what}; check the URL, and that a server there accepts the upgrade`, { cause }),
+      );
+    }
+    // A sender told to wait is let go: the ended channel takes (and drops) whatever it is given.
+    if (this.#owesDrain) {
+      this.#owesDrain = false;
+      this.drain$.next();
     }
   }
 }
