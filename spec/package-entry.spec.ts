@@ -11,7 +11,7 @@ import * as main from '../index.js';
 
 /** The core's exports that are for the library's own layers (each marked `@internal` where it is defined). */
 const INTERNAL: Readonly<Record<string, readonly string[]>> = {
-  'broadcast.ts': ['Broadcast'],
+  'broadcast.ts': ['Broadcast', 'follow', 'unfollow'],
   'clock.ts': ['Clock', 'beginDispatch', 'endDispatch'],
   'httpError.ts': ['HttpError'],
   'hub.ts': ['HubBusTargets'],
@@ -23,7 +23,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'slots.ts': ['isShared'],
   'subscribers.ts': ['BareSubscriber', 'LeanSubscriber'],
   'telemetry.ts': ['accountQueue', 'reportError', 'reportTrace'],
-  'turn.ts': ['currentTurn'],
+  'turn.ts': ['currentTurn', 'TurnBatch'],
   'validate.ts': [
     'arrayOf', 'boolean', 'callback', 'endpoint', 'epochMs', 'flags', 'functions', 'httpUrl', 'hub', 'implementing', 'isHub', 'knownKeys',
     'milliseconds', 'nonEmptyStrings', 'nonNegativeInteger', 'object', 'observable', 'oneOf', 'options', 'port', 'recordOf', 'requestId', 'scheduler', 'string',

@@ -8,6 +8,7 @@
 import type { TopicKind } from '../../lib/frame.js';
 import type { HubEvent } from '../../lib/hub.js';
 import type { SessionChanges, SessionCommand, SessionRecord } from '../../lib/session.js';
+import { TurnBatch } from '../../lib/turn.js';
 
 /** The key of every message of this library on the IPC channel (the application may use the channel too). */
 export const ENVELOPE = 'mcp-rx-streams/cluster';
@@ -96,14 +97,13 @@ export function batchOf<M>(value: unknown): readonly M[] | undefined {
 }
 
 /**
- * Messages to one port, sent as one IPC message per microtask (see the top of this file). A send
- * that fails (the channel closed: the other end died or is leaving) goes to `onError` once.
+ * Messages to one port, sent as one IPC message per microtask (see the top of this file): a
+ * {@link TurnBatch} of them. A send that fails (the channel closed: the other end died or is
+ * leaving) goes to `onError` once.
  * @internal
  */
 export class Outbox<M> {
-  #batch: M[] | undefined = undefined;
-  #sent = 0;
-  readonly #flush = () => this.flush();
+  readonly #batch = new TurnBatch<M>((messages) => this.#send(messages));
 
   constructor(
     private readonly port: Port,
@@ -111,11 +111,7 @@ export class Outbox<M> {
   ) {}
 
   push(message: M): void {
-    if (this.#batch === undefined) {
-      this.#batch = [];
-      queueMicrotask(this.#flush);
-    }
-    this.#batch.push(message);
+    this.#batch.add(message);
   }
 
   /**
@@ -123,15 +119,15 @@ export class Outbox<M> {
    * be added to (an array in it grown) until then, and not after: it is serialized as it is sent.
    */
   get batch(): number {
-    return this.#sent;
+    return this.#batch.delivered;
   }
 
-  /** Sends what is batched now (also what the microtask does). */
+  /** Sends what is batched now (also what happens at the end of the turn). */
   flush(): void {
-    const batch = this.#batch;
-    this.#batch = undefined;
-    this.#sent++;
-    if (batch === undefined || batch.length === 0) return;
+    this.#batch.flush();
+  }
+
+  #send(batch: M[]): void {
     const envelope: Envelope<M> = { [ENVELOPE]: batch };
     try {
       this.port.send(envelope, (error) => {
