@@ -77,7 +77,7 @@ export { withEventIds } from './operators/withEventIds.js';
 
 /* Endpoint: the protocol core (protocol/) behind its HTTP front (adapters/http/) */
 export { McpEndpoint } from './adapters/http/endpoint.js';
-export type { EndpointStats } from './adapters/http/endpoint.js';
+export type { EndpointStats, ProtocolCore } from './protocol/core.js';
 export type { ListenStreamInfo, SessionInfo, StreamFilterInfo, StreamInfo, StreamsOptions } from './protocol/inspect.js';
 export { RevokeRelayError } from './protocol/revoke.js';
 export type { RevokeResult } from './protocol/revoke.js';

@@ -1,7 +1,7 @@
 import { Observable, type Subscription } from 'rxjs';
 import { Broadcast, follow, type Follower, unfollow } from '../lib/broadcast.js';
 import type { AuthInfo } from '../lib/auth.js';
-import type { EndpointRequest, RequestContext } from '../lib/context.js';
+import type { RequestContext } from '../lib/context.js';
 import { authorizeListenFilter, filterNames, type ListenFilter, parseListenFilter, type ResourceAuthorizer, type ServerCapabilities } from '../lib/filter.js';
 import { isCloseReason, type CloseReason, type Frame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
@@ -15,7 +15,7 @@ import type { ListenStreamInfo, StreamsOptions } from './inspect.js';
 import { OpenListen } from './openListen.js';
 import type { EmptyListen } from './options.js';
 import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
-import { acceptsEventStream, capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
+import { capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
 import { listenTrace, traceAbandoned, traced, traceWatcher } from './trace.js';
 
 /**
@@ -26,8 +26,6 @@ export interface ListenStreamsInit {
   readonly hub: Hub;
   readonly slots: StreamSlots;
   readonly principals: PrincipalCap;
-  /** What every listen stream of the endpoint shares (its options and shutdown signal, as each operator's plan). */
-  readonly plans: ListenPlans;
   readonly capabilities: ServerCapabilities;
   /** Who may listen to which resource URI: the same decision as a legacy `resources/subscribe`. */
   readonly access: ResourceAccess;
@@ -106,43 +104,25 @@ export class ListenStreams {
   }
 
   /**
-   * Answers a `subscriptions/listen` request: a stream, or the JSON-RPC error that refuses it (406,
-   * -32602…).
+   * Answers a `subscriptions/listen` request past its transport's own checks (HTTP's Accept, M1; a
+   * message channel has none): a stream, or the JSON-RPC error that refuses it (-32602…), built
+   * from `plans` (HTTP's, or message channels', see `listenPlans`' `stalledEnd`). The request's
+   * trace context follows it on `channels.trace` when someone listens there, whatever the front.
    * @throws HttpError 503 when the server is full (with its retry time) or closed.
    */
-  listen(id: JsonRpcId, params: Readonly<Record<string, unknown>> | undefined, request: EndpointRequest, context: RequestContext): Promise<EndpointResponse> {
-    // The request's trace context follows it on channels.trace, when someone listens there.
-    if (!channels.trace.hasSubscribers) return this.#admit(id, params, request, context, undefined);
-    const trace = listenTrace(request, params);
-    return traced(trace, () => this.#admit(id, params, request, context, trace));
+  listen(id: JsonRpcId, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext, plans: ListenPlans): Promise<EndpointResponse> {
+    if (!channels.trace.hasSubscribers) return this.#admit(id, params, context, plans, undefined);
+    const trace = listenTrace(context.request, params);
+    return traced(trace, () => this.#admit(id, params, context, plans, trace));
   }
 
+  /** The filter, admission, authorization and the stream of a listen. */
   async #admit(
-    id: JsonRpcId,
-    params: Readonly<Record<string, unknown>> | undefined,
-    request: EndpointRequest,
-    context: RequestContext,
-    trace: ListenTrace | undefined,
-  ): Promise<EndpointResponse> {
-    // M1: a listen has no JSON form.
-    if (!acceptsEventStream(request.header('accept'))) {
-      return jsonError(406, id, new JsonRpcError(ErrorCode.InvalidRequest, 'subscriptions/listen requires Accept: text/event-stream'));
-    }
-    return this.open(id, params, context, this.#init.plans, trace);
-  }
-
-  /**
-   * A listen past the transport's own checks (HTTP's Accept: M1; a message channel has none): the
-   * filter, admission, authorization and the stream, built from `plans` (the endpoint's, or its
-   * message channels', see `listenPlans`' `stalledEnd`).
-   * @throws HttpError 503 when the server is full (with its retry time) or closed.
-   */
-  async open(
     id: JsonRpcId,
     params: Readonly<Record<string, unknown>> | undefined,
     context: RequestContext,
     plans: ListenPlans,
-    trace?: ListenTrace,
+    trace: ListenTrace | undefined,
   ): Promise<EndpointResponse> {
     let filter;
     try {

@@ -10,14 +10,14 @@ import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
 import { LeanSubscriber } from '../../lib/subscribers.js';
 import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, implementing, options as validOptions } from '../../lib/validate.js';
-import { CHANNEL_PARTS, type ChannelParts } from '../../protocol/channelParts.js';
+import type { ChannelSubscriptions } from '../../protocol/channelSubscriptions.js';
+import type { Caller, ProtocolCore } from '../../protocol/core.js';
 import type { McpEndpoint } from '../http/endpoint.js';
 import { type Envelope, parseEnvelope } from '../../protocol/envelope.js';
 import type { EndpointResponse } from '../../protocol/responses.js';
 import type { ChannelInput, MessageChannel } from './channel.js';
 import { ChannelDemand } from './demand.js';
 import { channelAuth, messageChannel } from './check.js';
-import { ChannelSubscriptions } from './legacy.js';
 
 /** Options of {@link serveChannel}. */
 export interface ServeChannelOptions {
@@ -106,7 +106,7 @@ export function serveChannel(endpoint: McpEndpoint, channel: MessageChannel, opt
   const given = validOptions('serveChannel options', options, ['auth', 'request']);
   if (given.auth !== undefined) channelAuth('auth', given.auth);
   if (given.request !== undefined) implementing('request', given.request, ['header'], 'an EndpointRequest (method, header, remoteAddress)');
-  return new ChannelServer(endpoint[CHANNEL_PARTS](), channel, options).start();
+  return new ChannelServer(endpoint.core, channel, options).start();
 }
 
 /** A listen on the channel, from its request until its stream ends. */
@@ -118,15 +118,15 @@ interface ListenEntry {
 
 /** The legacy era of the channel, once `initialize` agreed on a revision. */
 interface LegacyEra {
-  readonly protocolVersion: string;
   readonly subscriptions: ChannelSubscriptions;
-  readonly context: RequestContext;
+  /** Its notifications' writer, once the answer to `initialize` is sent. */
   feed: StreamWriter | undefined;
+  started: boolean;
 }
 
 class ChannelServer implements ChannelSession {
   readonly closed: Promise<void>;
-  readonly #parts: ChannelParts;
+  readonly #core: ProtocolCore;
   readonly #channel: MessageChannel;
   readonly #options: ServeChannelOptions;
   readonly #demand = new ChannelDemand();
@@ -141,8 +141,8 @@ class ChannelServer implements ChannelSession {
   /** Messages that arrived while the channel's principal was being decided. */
   #early: ChannelInput[] | undefined = [];
 
-  constructor(parts: ChannelParts, channel: MessageChannel, options: ServeChannelOptions) {
-    this.#parts = parts;
+  constructor(core: ProtocolCore, channel: MessageChannel, options: ServeChannelOptions) {
+    this.#core = core;
     this.#channel = channel;
     this.#options = options;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
@@ -212,7 +212,7 @@ class ChannelServer implements ChannelSession {
     const legacy = this.#legacy;
     if (legacy !== undefined) {
       legacy.feed?.unsubscribe();
-      legacy.subscriptions.end();
+      legacy.subscriptions.close();
     }
     this.#resolveClosed();
   }
@@ -230,10 +230,6 @@ class ChannelServer implements ChannelSession {
       return;
     }
     if (!ready) this.#demand.busy();
-  }
-
-  #answer(response: { jsonrpc: '2.0'; id: JsonRpcId | null } & Record<string, unknown>): void {
-    this.send(JSON.stringify(response));
   }
 
   #error(id: JsonRpcId | null, error: JsonRpcError): void {
@@ -273,9 +269,9 @@ class ChannelServer implements ChannelSession {
   #parse(input: ChannelInput): unknown {
     if (typeof input === 'object' && input !== null && !(input instanceof Uint8Array)) {
       if ('parsed' in input) return input.parsed;
-      throw tooLarge(this.#parts.maxBodyBytes);
+      throw tooLarge(this.#core.maxBodyBytes);
     }
-    const limit = this.#parts.maxBodyBytes;
+    const limit = this.#core.maxBodyBytes;
     let text: string;
     if (typeof input === 'string') {
       if (Buffer.byteLength(input) > limit) throw tooLarge(limit);
@@ -307,27 +303,33 @@ class ChannelServer implements ChannelSession {
     entry.writer?.unsubscribe();
   }
 
+  /** Every request goes to the core's one dispatch; the channel keeps only what is a channel's (its streams, its era). */
   async #request(id: JsonRpcId, method: string, params: Envelope['params']): Promise<void> {
-    const context = this.#context!;
+    if (method === 'subscriptions/listen' && this.#legacy === undefined) return this.#listen(id, params);
+    await this.#respond(id, await this.#call(() => this.#core.dispatch(id, method, params, this.#caller())));
     const legacy = this.#legacy;
-    switch (method) {
-      case 'initialize':
-        return this.#initialize(id, params);
-      case 'subscriptions/listen':
-        if (legacy !== undefined) {
-          return this.#error(id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method} (legacy sessions use resources/subscribe)`));
-        }
-        return this.#listen(id, params, context);
-      case 'resources/subscribe':
-      case 'resources/unsubscribe':
-        if (legacy !== undefined) return this.#subscription(id, method, params, legacy);
-        break;
-    }
-    await this.#respond(id, await this.#call(id, () => this.#parts.call(id, method, params, legacy?.context ?? context)));
+    if (legacy !== undefined && !legacy.started) this.#startFeed(legacy);
   }
 
-  /** Runs `answer`, turning the endpoint's HTTP errors into their JSON-RPC errors. */
-  async #call(id: JsonRpcId, answer: () => Promise<EndpointResponse>): Promise<EndpointResponse | JsonRpcError> {
+  /** Who is calling, in which era: what the core dispatches by. */
+  #caller(): Caller {
+    const session = this.#legacy?.subscriptions;
+    return {
+      context: session?.context ?? this.#context!,
+      transport: 'channel',
+      session,
+      listening: this.#listens.size > 0,
+      sessionId: this.#id,
+      began: (subscriptions) => {
+        if (this.#legacy !== undefined || this.#ended) return false;
+        this.#legacy = { subscriptions, feed: undefined, started: false };
+        return true;
+      },
+    };
+  }
+
+  /** Runs `answer`, turning the core's HTTP-flavoured refusals (503, 401…) into their JSON-RPC errors. */
+  async #call(answer: () => Promise<EndpointResponse>): Promise<EndpointResponse | JsonRpcError> {
     try {
       return await answer();
     } catch (error) {
@@ -344,30 +346,10 @@ class ChannelServer implements ChannelSession {
     else if (response.kind === 'stream') response.abandon();
   }
 
-  async #initialize(id: JsonRpcId, params: Envelope['params']): Promise<void> {
-    const parts = this.#parts;
-    if (parts.legacy === undefined) return this.#error(id, new JsonRpcError(ErrorCode.MethodNotFound, 'method not found: initialize'));
-    if (this.#legacy !== undefined) return this.#error(id, new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized'));
-    if (this.#listens.size > 0) {
-      return this.#error(id, new JsonRpcError(ErrorCode.InvalidRequest, 'this channel speaks 2026-07-28 (it has subscriptions/listen streams): initialize is not served on it'));
-    }
-    const context = this.#context!;
-    let answer: { protocolVersion: string; result: unknown };
-    try {
-      answer = await parts.legacy.initialize(params, context);
-    } catch (error) {
-      if (error instanceof JsonRpcError) return this.#error(id, error);
-      if (error instanceof HttpError) return this.#error(id, error.rpc);
-      throw error;
-    }
+  /** The legacy notifications flow from the answer to `initialize` on, in order after it. */
+  #startFeed(legacy: LegacyEra): void {
+    legacy.started = true;
     if (this.#ended) return;
-    if (this.#legacy !== undefined) return this.#error(id, new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized'));
-    const { protocolVersion } = answer;
-    const legacyContext: RequestContext = { ...context, session: { id: this.#id, protocolVersion } };
-    const legacy: LegacyEra = { protocolVersion, subscriptions: new ChannelSubscriptions(parts, legacyContext), context: legacyContext, feed: undefined };
-    this.#legacy = legacy;
-    this.#answer({ jsonrpc: '2.0', id, result: answer.result as Record<string, unknown> });
-    // The legacy notifications flow from now on, in order after the answer.
     const demand = this.#demand.add();
     const feed = new StreamWriter(this, demand, () => (legacy.feed = undefined));
     legacy.feed = feed;
@@ -375,25 +357,14 @@ class ChannelServer implements ChannelSession {
     this.#demand.started(demand);
   }
 
-  async #subscription(id: JsonRpcId, method: 'resources/subscribe' | 'resources/unsubscribe', params: Envelope['params'], legacy: LegacyEra): Promise<void> {
-    try {
-      const result = method === 'resources/subscribe' ? await legacy.subscriptions.subscribe(params) : legacy.subscriptions.unsubscribe(params);
-      this.#answer({ jsonrpc: '2.0', id, result: result as Record<string, unknown> });
-    } catch (error) {
-      if (error instanceof JsonRpcError) return this.#error(id, error);
-      reportError('source', error);
-      this.#error(id, new JsonRpcError(ErrorCode.InternalError, `${method} failed`));
-    }
-  }
-
-  async #listen(id: JsonRpcId, params: Envelope['params'], context: RequestContext): Promise<void> {
+  async #listen(id: JsonRpcId, params: Envelope['params']): Promise<void> {
     if (this.#listens.has(id)) {
       // Every message of a listen is told apart by its id: two at once would be indistinguishable.
       return this.#error(id, new JsonRpcError(ErrorCode.InvalidRequest, `request id ${JSON.stringify(id)} is in use by an open subscriptions/listen on this channel`));
     }
     const entry: ListenEntry = { cancelled: false, writer: undefined };
     this.#listens.set(id, entry);
-    const response = await this.#call(id, () => this.#parts.listen(id, params, context));
+    const response = await this.#call(() => this.#core.dispatch(id, 'subscriptions/listen', params, this.#caller()));
     if (response instanceof JsonRpcError || response.kind !== 'stream') {
       if (this.#listens.get(id) === entry) this.#listens.delete(id);
       return this.#respond(id, response);

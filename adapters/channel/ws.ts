@@ -9,7 +9,6 @@ import { HttpError } from '../../lib/httpError.js';
 import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, implementing, options as validOptions, port as validPort, string } from '../../lib/validate.js';
 import { channelAuth, highWaterMark } from './check.js';
-import { CHANNEL_PARTS } from '../../protocol/channelParts.js';
 import type { McpEndpoint } from '../http/endpoint.js';
 import { requestHeader } from '../http/node.js';
 import { requirePeer } from '../peer.js';
@@ -229,7 +228,7 @@ export function serveWebSocket(endpoint: McpEndpoint, socket: WebSocketLike, req
   if (request !== undefined) implementing('serveWebSocket request', request, ['on'], 'the upgrade request (an IncomingMessage)');
   if (auth !== undefined) channelAuth('serveWebSocket auth', auth);
   const seen = request === undefined ? undefined : upgradeRequest(request);
-  const admit = auth ?? (seen === undefined ? undefined : () => endpoint[CHANNEL_PARTS]().admit(seen));
+  const admit = auth ?? (seen === undefined ? undefined : () => endpoint.admit(seen));
   const session = serveChannel(endpoint, webSocketChannel(socket), { ...(admit === undefined ? {} : { auth: admit }), ...(seen === undefined ? {} : { request: seen }) });
   return session;
 }
@@ -284,7 +283,6 @@ export function webSocketServer(endpoint: McpEndpoint, options: WebSocketServerO
   if (given.host !== undefined) string('host', given.host, { nonEmpty: true });
   if (given.path !== undefined) string('path', given.path, PATH_RULE);
   const { WebSocketServer } = requirePeer<{ WebSocketServer: new (options: object) => WebSocketServerLike }>('ws', 'mcp-rx-streams/ws');
-  const parts = endpoint[CHANNEL_PARTS]();
   const admitted = new WeakMap<IncomingMessage, AuthInfo>();
   const where = options.server === undefined ? { port: options.port ?? 0, host: options.host ?? '127.0.0.1' } : { server: options.server };
   const wss = new WebSocketServer({
@@ -292,7 +290,7 @@ export function webSocketServer(endpoint: McpEndpoint, options: WebSocketServerO
     path: options.path ?? '/mcp',
     maxPayload: endpoint.maxBodyBytes,
     verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {
-      parts.admit(upgradeRequest(info.req)).then(
+      endpoint.admit(upgradeRequest(info.req)).then(
         (auth) => {
           admitted.set(info.req, auth);
           done(true);

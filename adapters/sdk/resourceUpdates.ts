@@ -4,23 +4,14 @@ import type { Subscription } from 'rxjs';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import { InvalidOptionError } from '../../lib/errors.js';
-import { MAX_URI_BYTES } from '../../lib/filter.js';
 import type { Hub } from '../../lib/hub.js';
-import { ErrorCode, exceedsBytes, JsonRpcError } from '../../lib/jsonrpc.js';
+import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import { hubResources, resourceProvider, type ResourceProvider } from '../../lib/resources.js';
 import { reportError } from '../../lib/telemetry.js';
 import { arrayOf, callback, hub as validHub, implementing, options as validOptions } from '../../lib/validate.js';
 import { ResourceAccess } from '../../protocol/authorize.js';
-import {
-  cancelledError,
-  cancelSubscribe,
-  cancelSubscribes,
-  establishSubscription,
-  type LiveSubscription,
-  type SubscribeOutcome,
-  type SubscriptionHolder,
-  UriTable,
-} from '../../protocol/subscriptions.js';
+import { requireUri, SubscriptionSet } from '../../protocol/subscriptionSet.js';
+import { cancelledError } from '../../protocol/subscriptions.js';
 
 /**
  * What {@link ResourceUpdates} needs of an SDK server: the low-level `Server` of
@@ -130,17 +121,12 @@ export class ResourceUpdates {
   readonly #authenticate: (extra: SdkRequestExtra | undefined) => AuthInfo;
   readonly #maxSubscriptions: number;
   readonly #onChange: ((uris: readonly string[]) => void | Promise<void>) | undefined;
-  // The session's subscriptions, live and in progress, and where their changes go (the shared
-  // subscribe of both legacy implementations, see establishSubscription).
-  readonly #holder: SubscriptionHolder = {
-    live: new UriTable<LiveSubscription>(),
-    pending: undefined,
-    resourceUpdated: (_frame, uri) => this.#notify(uri),
-  };
+  // The session's subscriptions, live and in progress, and where their changes go: the rules of
+  // every legacy session (the endpoint's, a channel's), in one SubscriptionSet.
+  readonly #set = new SdkSubscriptions((uri) => this.#notify(uri));
   readonly #lists: Subscription[] = [];
   /** URIs changed in this turn of the microtask queue, sent once when it drains. */
   readonly #changed = new Set<string>();
-  #uris: readonly string[] = [];
   #closed = false;
 
   /**
@@ -188,12 +174,12 @@ export class ResourceUpdates {
 
   /** The subscribed URIs, in subscription order (including any a provider failed to restore). */
   get subscriptions(): readonly string[] {
-    return this.#uris;
+    return this.#set.uris;
   }
 
   /** How many subscriptions have a live change source now. */
   get live(): number {
-    return this.#holder.live.size;
+    return this.#set.live.size;
   }
 
   /**
@@ -203,18 +189,18 @@ export class ResourceUpdates {
   readonly subscribe = async (request: SdkResourceRequest, extra?: SdkRequestExtra): Promise<Record<string, never>> => {
     const uri = requireUri('resources/subscribe', request?.params);
     if (this.#closed) throw cancelledError(uri, 'the session closed');
-    if (!this.#uris.includes(uri) && this.#uris.length >= this.#maxSubscriptions) {
-      throw new JsonRpcError(ErrorCode.InvalidParams, `a session can hold at most ${this.#maxSubscriptions} resource subscriptions; unsubscribe from one first`);
-    }
-    let outcome: SubscribeOutcome;
     try {
-      outcome = await this.#establish(uri, context(this.#authenticate(extra), extra));
+      await this.#set.subscribeUri(uri, context(this.#authenticate(extra), extra), {
+        access: this.#access,
+        cap: this.#maxSubscriptions,
+        persist: (uris) => this.#onChange?.(uris),
+      });
     } catch (error) {
+      if (error instanceof JsonRpcError) throw error;
       // `authenticate` or `onChange` threw: the client hears -32603, the error goes to channels.error.
       reportError('source', error);
       throw new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`);
     }
-    if (outcome !== undefined) throw outcome.error;
     return {};
   };
 
@@ -224,12 +210,8 @@ export class ResourceUpdates {
    */
   readonly unsubscribe = async (request: SdkResourceRequest): Promise<Record<string, never>> => {
     const uri = requireUri('resources/unsubscribe', request?.params);
-    const holder = this.#holder;
-    cancelSubscribe(holder, uri, 'resources/unsubscribe arrived');
-    holder.live.get(uri)?.unsubscribe();
-    holder.live.delete(uri);
     this.#changed.delete(uri);
-    if (this.#uris.includes(uri)) await this.#setUris(this.#uris.filter((kept) => kept !== uri));
+    if (this.#set.unsubscribeUri(uri)) await this.#onChange?.(this.#set.uris);
     return {};
   };
 
@@ -248,19 +230,17 @@ export class ResourceUpdates {
     const dropped: string[] = [];
     const failed: string[] = [];
     const unique = [...new Set(uris)].filter((uri) => typeof uri === 'string');
+    // On the list from the start, in their order: failed ones stay (retried by the next restore), dropped ones leave.
+    for (const uri of unique) this.#set.add(uri);
     for (let i = 0; i < unique.length; i += 8) {
       await Promise.all(
         unique.slice(i, i + 8).map(async (uri) => {
-          const outcome = await this.#establish(uri, ctx, true);
+          const outcome = await this.#set.establish(uri, ctx, this.#access);
           (outcome === undefined ? restored : outcome.drop ? dropped : failed).push(uri);
         }),
       );
     }
-    // Failed URIs stay subscribed (retried by the next restore); dropped ones leave.
-    const kept = [...this.#uris.filter((uri) => !dropped.includes(uri))];
-    for (const uri of unique) if (!dropped.includes(uri) && !kept.includes(uri)) kept.push(uri);
-    this.#uris = Object.freeze(kept);
-    if (dropped.length > 0) await this.#onChange?.(this.#uris);
+    if (dropped.length > 0) await this.#onChange?.(this.#set.uris);
     return { restored, dropped, failed };
   }
 
@@ -268,18 +248,10 @@ export class ResourceUpdates {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const holder = this.#holder;
-    cancelSubscribes(holder, 'the session closed');
-    for (const subscription of holder.live.values()) subscription.unsubscribe();
-    holder.live.clear();
+    this.#set.release('the session closed');
     for (const subscription of this.#lists) subscription.unsubscribe();
     this.#lists.length = 0;
     this.#changed.clear();
-  }
-
-  async #setUris(uris: readonly string[]): Promise<void> {
-    this.#uris = Object.freeze(uris);
-    await this.#onChange?.(this.#uris);
   }
 
   /**
@@ -307,20 +279,17 @@ export class ResourceUpdates {
       reportError('adapter', error);
     }
   }
-
-  /** Subscribes `uri`'s change source (see {@link SubscribeOutcome}); a subscribe (not a restore) adds it to the subscriptions. */
-  #establish(uri: string, ctx: RequestContext, restoring = false): Promise<SubscribeOutcome> {
-    return establishSubscription(this.#holder, this.#access, uri, ctx, {
-      persist: restoring ? undefined : () => (this.#uris.includes(uri) ? undefined : this.#setUris([...this.#uris, uri])),
-    });
-  }
 }
 
-function requireUri(method: string, params: { readonly uri?: unknown } | undefined): string {
-  const uri = params?.uri;
-  if (typeof uri !== 'string') throw new JsonRpcError(ErrorCode.InvalidParams, `${method} requires params.uri`);
-  if (exceedsBytes(uri, MAX_URI_BYTES)) throw new JsonRpcError(ErrorCode.InvalidParams, `${method} params.uri must be at most ${MAX_URI_BYTES} bytes`);
-  return uri;
+/** An SDK session's subscriptions: a change of a subscribed URI goes to the session's sender. */
+class SdkSubscriptions extends SubscriptionSet {
+  constructor(private readonly changed: (uri: string) => void) {
+    super();
+  }
+
+  override resourceUpdated(_frame: unknown, uri: string): void {
+    this.changed(uri);
+  }
 }
 
 function defaultAuth(extra: SdkRequestExtra | undefined): AuthInfo {

@@ -174,11 +174,11 @@ function subscribeGetStream(
   const unrestored = session.uris.filter((uri) => session.live.get(uri) === undefined);
   // The request's context is kept only where a subscribe can still come for the stream's principal
   // (a fleet relays them); a fresh session's stream (nothing to restore) holds none of the request.
-  const handle = new StreamHandle(owner, session, slot, init.bus === undefined ? undefined : context);
+  const handle = new StreamHandle(owner, session, slot, init.placement.shared ? context : undefined);
   session.stream = handle;
   session.scopes = scopesOf(context);
   session.announce();
-  claim(init, session);
+  init.placement.claim(session.id);
   session.grace?.unsubscribe();
   session.grace = undefined;
   session.listen(owner.lists);
@@ -303,17 +303,6 @@ function legacyFilters(owner: StreamOwner, session: LiveSession): FilterName[] {
   return names;
 }
 
-/** This node now holds the session's GET stream: recorded, and every other node lets go of it. */
-function claim(init: LegacySessionsInit, session: LiveSession): void {
-  const bus = init.bus;
-  if (bus === undefined) return;
-  const claimed = async () => {
-    await init.store.update(session.id, { streamNode: bus.nodeId });
-    await bus.publish(session.id, { kind: 'claimed', node: bus.nodeId });
-  };
-  claimed().catch((error: unknown) => reportError('source', error));
-}
-
 /** A stream's pipeline ended (any reason): the session waits for a reconnect for the grace period. */
 function detach(owner: StreamOwner, handle: StreamHandle): void {
   const { init } = owner;
@@ -321,8 +310,7 @@ function detach(owner: StreamOwner, handle: StreamHandle): void {
   endStream(session, handle);
   if (session.ended || owner.isClosed() || session.stream !== undefined) return;
   session.lastActivity = init.scheduler.now();
-  const changes = init.bus === undefined ? { lastActivity: session.lastActivity } : { lastActivity: session.lastActivity, streamNode: null };
-  Promise.resolve(init.store.update(session.id, changes)).catch((error: unknown) => reportError('source', error));
+  Promise.resolve(init.store.update(session.id, init.placement.released(session.lastActivity))).catch((error: unknown) => reportError('source', error));
   session.grace?.unsubscribe();
   session.grace = Clock.of(init.scheduler).after(init.options.sessionGracePeriod, () => {
     session.grace = undefined;

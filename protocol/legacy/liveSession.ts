@@ -8,7 +8,7 @@ import type { Hub, HubTarget } from '../../lib/hub.js';
 import type { EventLog } from '../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../lib/session.js';
 import { reportError, type StopReason } from '../../lib/telemetry.js';
-import { cancelSubscribes, type LiveSubscription, type PendingSubscribe, type SubscriptionHolder, UriTable } from '../subscriptions.js';
+import { SubscriptionSet } from '../subscriptionSet.js';
 
 /** The list-changed topics a session hears on its GET stream (those the server advertises). @internal */
 export type ListTopic = 'tools' | 'prompts' | 'resources';
@@ -55,21 +55,15 @@ export interface SessionStream {
  * stream, if any.
  * @internal
  */
-export class LiveSession implements SubscriptionHolder, HeldFramesSink<Frame> {
+export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame> {
   readonly id: string;
   readonly principal: string;
   readonly protocolVersion: string;
-  /** Its live subscriptions, by URI. */
-  readonly live = new UriTable<LiveSubscription>();
-  // The persisted subscription list, kept in step with the store (frozen: shared with the record).
-  #uris: readonly string[];
   // lastActivity as milliseconds after ORIGIN: a small integer that V8 keeps in the field, where an
   // epoch time is a separate 16-byte number per session.
   #activity: number;
   readonly log: EventLog;
   stream: SessionStream | undefined = undefined;
-  /** Subscribes in progress, while there are some. */
-  pending: UriTable<PendingSubscribe> | undefined = undefined;
 
   /** The grace period after its GET stream ended, on the endpoint's clock. */
   grace: { unsubscribe(): void } | undefined = undefined;
@@ -88,10 +82,11 @@ export class LiveSession implements SubscriptionHolder, HeldFramesSink<Frame> {
   #held: HeldFrames<Frame> | undefined = undefined;
 
   constructor(record: SessionRecord, log: EventLog) {
+    // Its subscriptions: the persisted list, kept in step with the store, and their live sources.
+    super(record.subscriptions);
     this.id = record.id;
     this.principal = record.principal;
     this.protocolVersion = record.protocolVersion;
-    this.#uris = frozen(record.subscriptions);
     this.#activity = record.lastActivity - ORIGIN;
     this.log = log;
   }
@@ -103,16 +98,6 @@ export class LiveSession implements SubscriptionHolder, HeldFramesSink<Frame> {
 
   set lastActivity(ms: number) {
     this.#activity = ms - ORIGIN;
-  }
-
-  /** The persisted subscription list, kept in step with the store, in subscription order. */
-  get uris(): readonly string[] {
-    return this.#uris;
-  }
-
-  /** Replaces the list (a frozen list is kept as it is, and may be shared with the store's record). */
-  set uris(list: readonly string[]) {
-    this.#uris = frozen(list);
   }
 
   /** True once the session has ended (deleted, evicted, taken over by another node). */
@@ -131,7 +116,7 @@ export class LiveSession implements SubscriptionHolder, HeldFramesSink<Frame> {
   }
 
   /** A change of a subscribed resource (its subscription checked the subscriber's scopes). */
-  resourceUpdated(frame: MessageFrame): void {
+  override resourceUpdated(frame: MessageFrame): void {
     this.deliver(frame);
   }
 
@@ -194,13 +179,10 @@ export class LiveSession implements SubscriptionHolder, HeldFramesSink<Frame> {
       this.#listening = false;
       lists.remove();
     }
-    for (const subscription of this.live.values()) subscription.unsubscribe();
-    this.live.clear();
-    cancelSubscribes(this, 'the GET stream closed');
+    this.release('the GET stream closed');
   }
 }
 
-const NO_URIS: readonly string[] = Object.freeze([]);
 /** The epoch time the process started with: session activity times are kept relative to it. */
 const ORIGIN = Date.now();
 
@@ -253,9 +235,6 @@ export class ListChanges implements HubTarget {
   }
 }
 
-function frozen(list: readonly string[]): readonly string[] {
-  return Object.isFrozen(list) ? list : list.length === 0 ? NO_URIS : Object.freeze(list.slice());
-}
 
 
 /**

@@ -8,6 +8,7 @@ import type { EventLog } from '../../lib/replayBuffer.js';
 import type { SessionBus, SessionStore } from '../../lib/session.js';
 import type { StreamSlots } from '../../lib/slots.js';
 import type { ResourceAccess } from '../authorize.js';
+import type { Placement } from './placement.js';
 /** Options of the legacy era (DESIGN L1–L10); every duration is in milliseconds. */
 export interface SessionOptions {
   /** A session with no request and no live GET stream for this long is evicted. Default 1 800 000 (30 min). */
@@ -116,6 +117,8 @@ export interface LegacySessionsInit {
   readonly eventLog: (sessionId: string) => EventLog;
   /** Relays session commands between the nodes of a fleet; absent in a single process. */
   readonly bus: SessionBus | undefined;
+  /** Where a session's GET stream is: here, or on another node (through `bus`). */
+  readonly placement: Placement;
   /** Milliseconds an `initialize` refused at `maxSessions` is told to wait (`capacityRetryAfter`). */
   readonly capacityRetryAfter: number;
 }

@@ -11,7 +11,6 @@ import { agreedLegacyVersion, initializeResult } from '../discover.js';
 import { sessionFilterInfo, type SessionInfo, type StreamsOptions } from '../inspect.js';
 import { capacityRefusal, shutdownRefusal } from '../responses.js';
 import { type GetStreamParts, legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
-import { cancelSubscribe } from '../subscriptions.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
@@ -134,7 +133,7 @@ export class LegacySessions {
       if (session.stream === undefined) {
         session.uris = record.subscriptions;
         session.lastActivity = record.lastActivity;
-        if (record.streamNode !== undefined && record.streamNode !== null && record.streamNode !== this.#init.bus?.nodeId) {
+        if (this.#init.placement.heldElsewhere(record)) {
           session.lastActivity = now; // a live stream elsewhere is activity
         }
       }
@@ -193,17 +192,14 @@ export class LegacySessions {
         this.#forget(session, command.kind === 'claimed' ? 'replaced' : 'session_ended');
         return;
       case 'subscribe': {
-        if (!session.uris.includes(command.uri)) session.uris = session.uris.concat(command.uri);
+        session.add(command.uri);
         const stream = session.stream;
         if (stream?.context === undefined) return;
         restore(this.#init, session, command.uri, stream, stream.context).catch((error: unknown) => reportError('source', new RestoreError(command.uri, error)));
         return;
       }
       case 'unsubscribe': {
-        session.uris = session.uris.filter((kept) => kept !== command.uri);
-        cancelSubscribe(session, command.uri, 'resources/unsubscribe arrived');
-        session.live.get(command.uri)?.unsubscribe();
-        session.live.delete(command.uri);
+        session.unsubscribeUri(command.uri);
         return;
       }
     }
@@ -314,8 +310,7 @@ export class LegacySessions {
         this.#forget(session);
         continue;
       }
-      const holder = record.streamNode;
-      if (holder !== undefined && holder !== null && holder !== this.#init.bus?.nodeId) continue;
+      if (this.#init.placement.heldElsewhere(record)) continue;
       session.lastActivity = Math.max(session.lastActivity, record.lastActivity);
       if (session.lastActivity < cutoff) await this.end(session, 'idle');
     }
