@@ -6,6 +6,7 @@ import type { SessionChanges, SessionRecord, SessionStore } from '../../lib/sess
 import { reportError } from '../../lib/telemetry.js';
 import { RelayedFrame, toLogged } from './frames.js';
 import type { LoggedFrame, WireFrame } from './protocol.js';
+import { sessionToDisplace } from '../../protocol/legacy/sessionCap.js';
 
 /** Thrown by {@link MachineSessions.create} at `maxSessions`: the worker answers HTTP 503. @internal */
 export class SessionCapacityError extends Error {
@@ -75,9 +76,10 @@ export class MachineSessions {
 
   async create(record: SessionRecord): Promise<void> {
     const { maxSessions, maxSessionsPerPrincipal } = this.#init;
-    // Fairness first, as on one node: a principal at its own cap makes room among its own sessions.
+    // Fairness first, the one session-cap policy of a node too (sessionToDisplace).
     const own = this.#byPrincipal.get(record.principal);
-    while (own !== undefined && own.size >= maxSessionsPerPrincipal) this.#end(this.#leastRecent(own));
+    const activity = (id: string) => this.#known.get(id)!.lastActivity;
+    for (let oldest; (oldest = sessionToDisplace(own, maxSessionsPerPrincipal, activity)) !== undefined; ) this.#end(oldest);
     if (this.#known.size >= maxSessions) throw new SessionCapacityError(maxSessions);
     // Counted before the store answers: a burst of one principal's initializes never holds more.
     this.#know(record.id, { principal: record.principal, lastActivity: record.lastActivity, streamNode: record.streamNode ?? null });
@@ -154,13 +156,6 @@ export class MachineSessions {
       if (this.#init.owned) this.#end(id);
       else this.#forget(id);
     }
-  }
-
-  /** The principal's session with the oldest activity (the first of equals: the oldest created). */
-  #leastRecent(ids: ReadonlySet<string>): string {
-    let oldest: string | undefined;
-    for (const id of ids) if (oldest === undefined || this.#known.get(id)!.lastActivity < this.#known.get(oldest)!.lastActivity) oldest = id;
-    return oldest!;
   }
 
   /** Ends a session the machine evicts: forgotten, its record deleted, every worker told. */

@@ -12,6 +12,7 @@ import { sessionFilterInfo, type SessionInfo, type StreamsOptions } from '../ins
 import { capacityRefusal, shutdownRefusal } from '../responses.js';
 import { type GetStreamParts, legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
+import { sessionToDisplace } from './sessionCap.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
 
@@ -104,12 +105,9 @@ export class LegacySessions {
   async #makeRoomFor(principal: string): Promise<void> {
     const cap = this.#init.options.maxSessionsPerPrincipal;
     const own = this.#byPrincipal.get(principal);
-    while (own !== undefined && own.size >= cap) {
-      let oldest: LiveSession | undefined;
-      // Insertion order breaks ties: the earlier session of equal activity goes first.
-      for (const session of own) if (oldest === undefined || session.lastActivity < oldest.lastActivity) oldest = session;
-      own.delete(oldest!);
-      await this.end(oldest!, 'displaced');
+    for (let oldest; (oldest = sessionToDisplace(own, cap, lastActivityOf)) !== undefined; ) {
+      own!.delete(oldest);
+      await this.end(oldest, 'displaced');
     }
   }
 
@@ -372,3 +370,5 @@ async function settle(work: () => unknown): Promise<{ readonly cause: unknown } 
 function notFound(): HttpError {
   return new HttpError(404, new JsonRpcError(ErrorCode.SessionNotFound, 'session not found: initialize a new session'));
 }
+
+const lastActivityOf = (session: LiveSession): number => session.lastActivity;
