@@ -66,6 +66,14 @@ function expandIPv6(address: string): string[] {
   return groups.map((group) => (group.includes('.') ? group : String(parseInt(group, 16).toString(16))));
 }
 
+/**
+ * The empty scope set, one for everyone: what a long-lived registration (a subscription, a legacy
+ * session) keeps for a caller without scopes, the common case (anonymous callers), instead of the
+ * request's own empty set. Never modified.
+ * @internal
+ */
+export const NO_SCOPES: ReadonlySet<string> = new Set();
+
 /** The default `authenticate`: anonymous callers bucketed by address, no scopes, no expiry. */
 export function anonymous(remoteAddress: string | undefined): AuthInfo {
   return { principal: addressBucket(remoteAddress), scopes: new Set() };

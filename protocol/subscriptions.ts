@@ -1,4 +1,5 @@
 import { from, Subscriber } from 'rxjs';
+import { NO_SCOPES } from '../lib/auth.js';
 import type { RequestContext } from '../lib/context.js';
 import { encodeResourceUpdated } from '../lib/encode.js';
 import { mayReceive, type MessageFrame } from '../lib/frame.js';
@@ -187,10 +188,6 @@ function failed(uri: string, error: unknown): SubscribeOutcome {
   reportError('source', error);
   return { error: new JsonRpcError(ErrorCode.InternalError, `failed to subscribe: ${uri}`), drop: false };
 }
-
-// An empty scope set is the common case (anonymous callers): one shared instance instead of the
-// request's own, which a long-lived subscription would otherwise keep.
-const NO_SCOPES: ReadonlySet<string> = new Set();
 
 /**
  * The live subscription to `provider`'s changes of `uri`.

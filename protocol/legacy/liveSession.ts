@@ -2,6 +2,7 @@ import { EMPTY, type Observable, Subject } from 'rxjs';
 import type { QueueStage } from '../../operators/dropWhenQueueExceeds.js';
 import type { HeldFrames, HeldFramesSink } from '../../operators/heldFrames.js';
 import { stampInOrder } from '../../operators/withEventIds.js';
+import { NO_SCOPES } from '../../lib/auth.js';
 import type { RequestContext } from '../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../lib/frame.js';
 import type { Hub, HubTarget } from '../../lib/hub.js';
@@ -12,9 +13,6 @@ import { SubscriptionSet } from '../subscriptionSet.js';
 
 /** The list-changed topics a session hears on its GET stream (those the server advertises). @internal */
 export type ListTopic = 'tools' | 'prompts' | 'resources';
-
-// An empty scope set is the common case (anonymous callers): one shared instance, not the request's own.
-const NO_SCOPES: ReadonlySet<string> = new Set();
 
 /** The read scopes of `context`, the shared empty set when there are none. @internal */
 export function scopesOf(context: RequestContext): ReadonlySet<string> {
