@@ -7,7 +7,9 @@ import { propagation, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { spawn } from 'node:child_process';
 import { test } from 'uvu';
+import { serveStdio, stdioChannel } from '../adapters/channel/stdio.js';
 import { McpEndpoint } from '../adapters/http/endpoint.js';
 import { collectOtelMetrics, traceListens } from '../adapters/otel/index.js';
 import { redisChannels } from '../adapters/redis/telemetry.js';
@@ -173,6 +175,53 @@ function value(metrics: Map<string, MetricData>, name: string, attributes: Recor
   const point = metrics.get(name)?.dataPoints.find((p) => JSON.stringify(p.attributes) === JSON.stringify(attributes));
   return point === undefined ? undefined : (point.value as number);
 }
+
+test('a listen over stdio (real pipes) is traced like one over HTTP: the span follows params._meta, starts and stops with the stream (the client cancels it); a refused one over stdio gets its span with the JSON-RPC code', async () => {
+  const traces = tracing();
+  // Two real pipes through child processes: client -> cat -> server, server -> cat -> client.
+  const toServer = spawn('cat', [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const toClient = spawn('cat', [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const endpoint = new McpEndpoint({ hub: new Hub() });
+  const session = serveStdio(endpoint, { input: toServer.stdout!, output: toClient.stdin! });
+  const client = stdioChannel({ input: toClient.stdout!, output: toServer.stdin! });
+  const heard: Record<string, unknown>[] = [];
+  const reading = client.incoming.subscribe((input) => heard.push(JSON.parse(String(input instanceof Uint8Array ? Buffer.from(input) : input))));
+  try {
+    const meta = { traceparent: traceparent() };
+    client.send(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }));
+    await eventually(() => heard.length === 1, 3000, 'the acknowledgment');
+    assert.equal(heard[0]!.method, 'notifications/subscriptions/acknowledged');
+    await eventually(() => traces.spans().length === 1, 3000, 'the admission span');
+    const [admission] = traces.spans();
+    assert.equal(admission!.name, 'subscriptions/listen');
+    assert.equal(admission!.spanContext().traceId, TRACE_ID);
+    assert.equal(admission!.parentSpanContext?.spanId, PARENT_ID);
+    assert.deepEqual(events(admission!), ['mcp.stream.start']);
+    assert.deepEqual(admission!.events[0]!.attributes, { 'mcp.stream.era': 'modern', 'mcp.stream.filters': ['tools_list_changed'], 'mcp.stream.resource_subscriptions': 0 });
+    client.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7 } }));
+    await eventually(() => traces.spans().length === 2, 3000, 'the stop span');
+    const stop = traces.spans()[1]!;
+    assert.equal(stop.name, 'subscriptions/listen stop');
+    assert.equal(stop.spanContext().traceId, TRACE_ID);
+    assert.equal(stop.links[0]!.context.spanId, admission!.spanContext().spanId);
+    assert.equal(stop.events[0]!.attributes!['mcp.stream.close_reason'], 'client_closed');
+    client.send(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'subscriptions/listen', params: { notifications: 'all', _meta: meta } }));
+    await eventually(() => traces.spans().length === 3, 3000, 'the refused span');
+    const refused = traces.spans()[2]!;
+    assert.equal(refused.status.code, SpanStatusCode.ERROR);
+    assert.equal(refused.attributes['rpc.jsonrpc.error_code'], -32602);
+    assert.equal(refused.spanContext().traceId, TRACE_ID);
+    assert.equal((heard.at(-1) as { error?: { code?: number } }).error?.code, -32602);
+  } finally {
+    reading.unsubscribe();
+    session.close();
+    client.close();
+    endpoint.close();
+    toServer.kill();
+    toClient.kill();
+    await traces.close();
+  }
+});
 
 test('collectOtelMetrics: the Prometheus entry\'s instruments, streams by era, closes by reason, sessions, slots, principals, drops, errors, Redis', async () => {
   await withEndpoint({}, async ({ url, endpoint }) => {
