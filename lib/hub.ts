@@ -274,17 +274,22 @@ class Topic {
 /**
  * The exact-match publish/subscribe registry between change sources and listen streams.
  *
- * Change sources call `notify*`; each stream obtains one Observable per topic it listens to with
- * {@link Hub.topic}. Publishing is synchronous: when `notify*` returns, every local stream has
- * been handed the notification. A notification is encoded once per publish, and only when some
- * stream listens; a topic with no stream costs no memory and a publish to it allocates nothing.
- * With a {@link HubBus}, local streams are served first and the event is then relayed.
+ * Change sources call `notify*`. A stream hears the topics of its filter through
+ * {@link notifications}, which registers it on each of them directly (one registration object per
+ * stream, no Observable per topic); {@link Hub.topic} gives one topic as an Observable. Publishing
+ * is synchronous: when `notify*` returns, every local stream has been handed the notification. A
+ * resource or task notification is encoded once per publish, and only when some local stream
+ * listens to its topic; a list change's frame is made once (once per scope, for the first 64
+ * scopes) and shared by every publish. A resource or task topic no stream listens to holds no
+ * memory, and a publish to it allocates nothing (but the event relayed to a bus). With a
+ * {@link HubBus}, local streams are served first and the event is then relayed.
  *
  * @example
  * const hub = new Hub();
  * hub.topic({ topic: 'resource', uri: 'file:///a' }).subscribe((frame) => console.log(frame.message));
  * hub.notifyResourceUpdated('file:///a');   // logged
  * hub.notifyResourceUpdated('file:///a/b'); // exact match only: not logged
+ * @see notifications
  * @see listen
  */
 export class Hub {

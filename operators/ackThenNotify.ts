@@ -6,7 +6,7 @@ import { Stage, stageOperator } from './stage.js';
 /**
  * Emits `ack` first, but only once the source is subscribed; then the source's frames.
  *
- * Subscribing to the hub's frames is what registers the stream's topics, so the acknowledgment
+ * Subscribing to the hub's notifications is what registers the stream's topics, so the acknowledgment
  * must go out after that subscription, never before (a plain `startWith(ack)` would emit it
  * before). The ack is emitted as soon as the source's subscription returns, or earlier, just
  * before the source's first value, completion or error if the source emits while it is being
@@ -18,12 +18,10 @@ import { Stage, stageOperator } from './stage.js';
  * written: nothing published after the ack is missed."
  *
  * @example
- * const ack = controlFrame({
- *   jsonrpc: '2.0',
- *   method: 'notifications/subscriptions/acknowledged',
- *   params: { notifications: { toolsListChanged: true } },
- * });
- * hub.frames(filter).pipe(ackThenNotify(ack), keepAlive(15_000));
+ * const filter: ListenFilter = { toolsListChanged: true };
+ * // { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { toolsListChanged: true } } }
+ * const ack = controlFrame(acknowledgedNotification(filter));
+ * notifications(hub, filter).pipe(ackThenNotify(ack), keepAlive(15_000));
  * // ack, then the tools/list_changed notifications published after the topics were registered
  * @param ack the acknowledgment frame, emitted once per subscription (usually a control frame
  *   for `notifications/subscriptions/acknowledged`).

@@ -20,8 +20,12 @@ import { DisposingStage, stageOperator } from './stage.js';
  * keep-alive comments between (default every 15 000 ms)."
  *
  * @example
- * hub.frames(filter).pipe(ackThenNotify(ack), keepAlive(15_000), map(encodeFrame));
- * // ack … 15 s … ":\r\n" … 15 s … ":\r\n" …
+ * const filter: ListenFilter = { toolsListChanged: true };
+ * const ack = controlFrame(acknowledgedNotification(filter));
+ * notifications(hub, filter)
+ *   .pipe(ackThenNotify(ack), keepAlive(15_000), map(encodeFrame))
+ *   .subscribe((text) => res.write(text));
+ * // ack … 15 s … ":\r\n" … 15 s … ":\r\n" … (a tools/list_changed whenever one is published)
  * @param intervalMs time between keep-alives, in milliseconds; a positive integer no greater
  *   than 2 147 483 647 (the listen default is 15 000).
  * @param scheduler where time comes from; defaults to `asyncScheduler`.

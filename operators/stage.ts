@@ -25,7 +25,7 @@ export interface Downstream<T> {
  * then the source is subscribed, then `opened()` (first stage first: what a stage does once its
  * source's subscribe has returned, like an acknowledgment), then `push`/`end`/`fail` from
  * upstream, and `dispose()` exactly when the stage's part of the stream is torn down (the chain
- * was unsubscribed, or a stage below ended it with {@link Stage.endUpstream}). A stage that ends
+ * was unsubscribed, or a stage below ended it with {@link StageChain.cut}). A stage that ends
  * the stream calls `this.out.end()` / `this.out.fail()`.
  * @internal
  */
