@@ -1,6 +1,7 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { FilterName } from './filter.js';
 import type { CloseReason, TopicKind } from './frame.js';
+import type { RefusalKind } from './refusal.js';
 
 /**
  * Why a stream stopped: a server-side close reason, or the client going away (`client_closed`), or
@@ -58,6 +59,8 @@ export interface ListenTrace {
   readonly traceparent: string | undefined;
   /** `params._meta.tracestate`, else the `tracestate` header (taken from where `traceparent` came). */
   readonly tracestate: string | undefined;
+  /** What carried the request: `http` (a POST), or `channel` (stdio, a WebSocket, an in-process pair). */
+  readonly transport: 'http' | 'channel';
 }
 
 /**
@@ -70,7 +73,7 @@ export interface ListenTrace {
  */
 export type TraceEvent =
   | { readonly phase: 'admission'; readonly listen: ListenTrace }
-  | { readonly phase: 'refused'; readonly listen: ListenTrace; readonly status: number; readonly code: number | undefined }
+  | { readonly phase: 'refused'; readonly listen: ListenTrace; readonly refusal: RefusalKind | undefined; readonly code: number }
   | { readonly phase: 'abandoned'; readonly listen: ListenTrace }
   | { readonly phase: 'start'; readonly listen: ListenTrace; readonly event: StartEvent }
   | { readonly phase: 'stop'; readonly listen: ListenTrace; readonly event: StopEvent };

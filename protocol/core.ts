@@ -4,9 +4,9 @@ import { Broadcast } from '../lib/broadcast.js';
 import type { EndpointRequest, MethodHandler, RequestContext } from '../lib/context.js';
 import type { ServerCapabilities } from '../lib/filter.js';
 import type { CloseReason } from '../lib/frame.js';
-import { HttpError } from '../lib/httpError.js';
 import type { Hub } from '../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../lib/jsonrpc.js';
+import { Refusal } from '../lib/refusal.js';
 import type { ListenOptions } from '../lib/options.js';
 import { PrincipalRegistry, type PrincipalCap } from '../lib/principals.js';
 import { ReplayBuffer } from '../lib/replayBuffer.js';
@@ -17,6 +17,7 @@ import { reportError } from '../lib/telemetry.js';
 import { listenPlans, type ListenPlans, reportDrop } from '../operators/listenPipeline.js';
 import { sessionPlans } from '../operators/sessionPipeline.js';
 import { ResourceAccess } from './authorize.js';
+import { type Answer, capacityRefusal, errorAnswer, resultAnswer, shutdownRefusal, type StreamAnswer } from './answer.js';
 import { ChannelSubscriptions } from './channelSubscriptions.js';
 import { agreedLegacyVersion, discoverResult, initializeResult } from './discover.js';
 import type { Envelope } from './envelope.js';
@@ -27,7 +28,6 @@ import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { ListenStreams } from './listen.js';
 import type { ProtocolOptions, ResolvedProtocolOptions } from './options.js';
 import { ProviderFeeds } from './providerFeeds.js';
-import { capacityRefusal, type EndpointResponse, json, jsonError, shutdownRefusal } from './responses.js';
 import { principalArgument, reasonArgument, revokePrincipal, type RevokeResult } from './revoke.js';
 import { RESOURCE_TEMPLATES_LIST, resourceTemplatesMethod } from './templates.js';
 
@@ -273,7 +273,7 @@ export class ProtocolCore {
   /**
    * Who is calling: the `authenticate` hook's answer for `request` (an expiry of `Infinity` is no
    * expiry; any other non-finite one fails closed), or the anonymous principal of its address.
-   * @throws HttpError 401 with the hook's `WWW-Authenticate` challenge when it throws {@link AuthError}.
+   * @throws Refusal `unauthorized` with the hook's `WWW-Authenticate` challenge when it throws {@link AuthError}.
    */
   async authenticate(request: EndpointRequest): Promise<AuthInfo> {
     const authenticate = this.#options.authenticate;
@@ -285,9 +285,7 @@ export class ProtocolCore {
       return auth;
     } catch (error) {
       if (error instanceof AuthError) {
-        throw new HttpError(401, new JsonRpcError(ErrorCode.InvalidRequest, `unauthorized: ${error.message}`), {
-          'WWW-Authenticate': error.challenge,
-        });
+        throw new Refusal('unauthorized', new JsonRpcError(ErrorCode.InvalidRequest, `unauthorized: ${error.message}`), null, error.challenge);
       }
       throw error;
     }
@@ -295,8 +293,8 @@ export class ProtocolCore {
 
   /**
    * The legacy session an HTTP request names (DESIGN L10), checked against its caller.
-   * @throws HttpError 404 for an unknown or evicted session, 403 for another principal's; a
-   *   JSON-RPC `-32601` when the legacy era is not served.
+   * @throws Refusal `unknown-session` for an unknown or evicted session, `forbidden` for another
+   *   principal's; a JSON-RPC `-32601` when the legacy era is not served.
    */
   async session(sessionId: string, auth: AuthInfo): Promise<LiveSession> {
     const legacy = this.#legacy;
@@ -321,12 +319,12 @@ export class ProtocolCore {
 
   /**
    * Opens an HTTP session's GET stream (DESIGN L7–L9), replaying after `lastEventId`.
-   * @throws HttpError 503 when the server is full (with its retry time) or closed.
+   * @throws Refusal `busy` when the server is full (with its retry time) or closed.
    */
-  async sessionStream(session: LiveSession, lastEventId: string | undefined, context: RequestContext): Promise<EndpointResponse & { kind: 'stream' }> {
+  async sessionStream(session: LiveSession, lastEventId: string | undefined, context: RequestContext): Promise<StreamAnswer> {
     const stream = await this.#legacy!.stream(session, lastEventId, context, this.#shutdown);
     if (stream === undefined) throw this.#closed ? shutdownRefusal() : capacityRefusal('stream', this.capacityRetryAfter);
-    return { kind: 'stream', status: 200, headers: {}, ...stream };
+    return { kind: 'stream', ...stream };
   }
 
   /**
@@ -341,39 +339,39 @@ export class ProtocolCore {
    * - Anything else: the `methods` option, then the built-in `server/discover` (modern path only)
    *   and `resources/templates/list`; an unknown method is `-32601`.
    *
-   * @returns the answer (a JSON-RPC response, or a stream of frames); an error the front answers
-   *   is thrown as an `HttpError` (its `rpc` is the JSON-RPC error a channel sends).
+   * @returns the answer (a result, an error, or a stream of frames), in the protocol's terms: each
+   *   front writes it in its own; a refusal may also be thrown (a {@link Refusal}, e.g. `busy`).
    */
-  async dispatch(id: JsonRpcId, method: string, params: Envelope['params'], caller: Caller): Promise<EndpointResponse> {
+  async dispatch(id: JsonRpcId, method: string, params: Envelope['params'], caller: Caller): Promise<Answer> {
     const { session } = caller;
     switch (method) {
       case 'initialize':
         if (this.#legacy === undefined) break;
-        if (session !== undefined) return jsonError(200, id, new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized'));
+        if (session !== undefined) return errorAnswer(id, new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized'));
         if (caller.listening === true) {
-          return jsonError(200, id, new JsonRpcError(ErrorCode.InvalidRequest, 'this channel speaks 2026-07-28 (it has subscriptions/listen streams): initialize is not served on it'));
+          return errorAnswer(id, new JsonRpcError(ErrorCode.InvalidRequest, 'this channel speaks 2026-07-28 (it has subscriptions/listen streams): initialize is not served on it'));
         }
         return this.#initialize(id, params, caller);
       case 'subscriptions/listen':
-        if (session !== undefined) return jsonError(200, id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method} (legacy sessions use resources/subscribe)`));
-        return this.#listens.listen(id, params, caller.context, this.#plans[caller.transport]);
+        if (session !== undefined) return errorAnswer(id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method} (legacy sessions use resources/subscribe)`));
+        return this.#listens.listen(id, params, caller.context, this.#plans[caller.transport], caller.transport);
       case 'resources/subscribe':
       case 'resources/unsubscribe':
         if (session === undefined) break;
         try {
           const result = method === 'resources/subscribe' ? await session.subscribe(params, caller.context) : await session.unsubscribe(params);
-          return json(200, { jsonrpc: '2.0', id, result });
+          return resultAnswer(id, result);
         } catch (error) {
-          if (error instanceof JsonRpcError) return jsonError(200, id, error);
+          if (error instanceof JsonRpcError) return errorAnswer(id, error);
           reportError('source', error);
-          return jsonError(200, id, new JsonRpcError(ErrorCode.InternalError, `${method} failed`));
+          return errorAnswer(id, new JsonRpcError(ErrorCode.InternalError, `${method} failed`));
         }
     }
     return this.#call(id, method, params, caller.context);
   }
 
   /** `initialize` (DESIGN L1): the agreed revision, `methods.initialize` overriding the result (a throw from it opens no session). */
-  async #initialize(id: JsonRpcId, params: Envelope['params'], caller: Caller): Promise<EndpointResponse> {
+  async #initialize(id: JsonRpcId, params: Envelope['params'], caller: Caller): Promise<Answer> {
     try {
       const protocolVersion = agreedLegacyVersion(params);
       const own = this.#own('initialize');
@@ -381,34 +379,33 @@ export class ProtocolCore {
       const result = (fallback: () => unknown) => (answer === undefined ? fallback() : { ...(answer as object), protocolVersion });
       if (caller.transport === 'http') {
         const opened = await this.#legacy!.initialize(params, caller.context.auth);
-        return json(200, { jsonrpc: '2.0', id, result: result(() => opened.result) }, { 'Mcp-Session-Id': opened.id });
+        return resultAnswer(id, result(() => opened.result), opened.id);
       }
       if (this.#closed) throw shutdownRefusal(id);
       const context: RequestContext = { ...caller.context, session: { id: caller.sessionId ?? caller.context.auth.principal, protocolVersion } };
       const session = new ChannelSubscriptions(this, context, this.#plans.channel.queue, this.#maxSubscriptionsPerSession);
-      if (caller.began?.(session) !== true) return jsonError(200, id, new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized'));
-      return json(200, { jsonrpc: '2.0', id, result: result(() => this.#initializeResult(protocolVersion)) });
+      if (caller.began?.(session) !== true) return errorAnswer(id, new JsonRpcError(ErrorCode.InvalidRequest, 'this session is already initialized'));
+      return resultAnswer(id, result(() => this.#initializeResult(protocolVersion)));
     } catch (error) {
-      if (error instanceof JsonRpcError) return jsonError(200, id, error);
-      if (error instanceof HttpError) return jsonError(error.status, id, error.rpc, error.headers);
+      if (error instanceof JsonRpcError) return errorAnswer(id, error);
+      if (error instanceof Refusal) return errorAnswer(id, error.rpc, error.kind);
       throw error;
     }
   }
 
   /** A plain JSON-RPC method from the `methods` option, else a built-in one (`server/discover`, `resources/templates/list`). */
-  async #call(id: JsonRpcId, method: string, params: Envelope['params'], context: RequestContext): Promise<EndpointResponse> {
+  async #call(id: JsonRpcId, method: string, params: Envelope['params'], context: RequestContext): Promise<Answer> {
     const handler = this.#own(method) ?? (method === RESOURCE_TEMPLATES_LIST ? this.#templates : undefined);
     if (handler === undefined) {
       // 2026-07-28: a client's first request; a legacy session has no use for it.
-      if (method === 'server/discover' && context.session === undefined) return json(200, { jsonrpc: '2.0', id, result: this.#discover });
-      // Streamable HTTP (2025-06-18 / 2025-11-25) answers JSON-RPC errors inside a session with HTTP 200.
-      return jsonError(context.session === undefined ? 404 : 200, id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method}`));
+      if (method === 'server/discover' && context.session === undefined) return resultAnswer(id, this.#discover);
+      return errorAnswer(id, new JsonRpcError(ErrorCode.MethodNotFound, `method not found: ${method}`));
     }
     try {
-      return json(200, { jsonrpc: '2.0', id, result: await callOwn(handler, method, params, context) });
+      return resultAnswer(id, await callOwn(handler, method, params, context));
     } catch (error) {
-      if (error instanceof JsonRpcError) return jsonError(200, id, error);
-      if (error instanceof HttpError) return jsonError(error.status, id, error.rpc, error.headers);
+      if (error instanceof JsonRpcError) return errorAnswer(id, error);
+      if (error instanceof Refusal) return errorAnswer(id, error.rpc, error.kind);
       throw error;
     }
   }
@@ -420,12 +417,12 @@ export class ProtocolCore {
   }
 }
 
-/** Runs a handler of `methods`: its result (`{}` for none), or its JSON-RPC or HTTP error; any other throw is `-32603` "<method> failed". */
+/** Runs a handler of `methods`: its result (`{}` for none), or its JSON-RPC error or refusal; any other throw is `-32603` "<method> failed". */
 async function callOwn(handler: MethodHandler, method: string, params: Envelope['params'], context: RequestContext): Promise<unknown> {
   try {
     return (await handler(params, context)) ?? {};
   } catch (error) {
-    if (error instanceof JsonRpcError || error instanceof HttpError) throw error;
+    if (error instanceof JsonRpcError || error instanceof Refusal) throw error;
     throw new JsonRpcError(ErrorCode.InternalError, `${method} failed`);
   }
 }

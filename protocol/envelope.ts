@@ -1,4 +1,5 @@
-import { HttpError } from '../lib/httpError.js';
+import { McpRxError } from '../lib/errors.js';
+import { Refusal } from '../lib/refusal.js';
 import { ErrorCode, exceedsBytes, isJsonRpcId, JsonRpcError, type JsonRpcId, MAX_REQUEST_ID_BYTES } from '../lib/jsonrpc.js';
 
 /**
@@ -13,14 +14,15 @@ export interface Envelope {
 
 /**
  * Checks a parsed body is one JSON-RPC 2.0 request or notification.
- * @throws HttpError 400 (`-32600`) for a batch, a non-object, a wrong `jsonrpc`, a bad or
- *   oversized `id` (over {@link MAX_REQUEST_ID_BYTES} bytes) or a non-string `method`; HTTP 200
- *   (`-32602`) for `params` that is not an object. The error carries the request id when readable.
+ * @throws Refusal `malformed` (`-32600`) for a batch, a non-object, a wrong `jsonrpc`, a bad or
+ *   oversized `id` (over {@link MAX_REQUEST_ID_BYTES} bytes) or a non-string `method`;
+ *   {@link InvalidParams} (`-32602`, answered like any JSON-RPC error) for `params` that is not an
+ *   object. Each carries the request id when readable.
  * @internal
  */
 export function parseEnvelope(value: unknown): Envelope {
   const invalid = (message: string, id: JsonRpcId | null = null) =>
-    new HttpError(400, new JsonRpcError(ErrorCode.InvalidRequest, message), {}, id);
+    new Refusal('malformed', new JsonRpcError(ErrorCode.InvalidRequest, message), id);
   if (Array.isArray(value)) throw invalid('JSON-RPC batches are not supported; send one request per POST');
   if (value === null || typeof value !== 'object') throw invalid('the body must be a JSON-RPC request object');
   const message = value as Record<string, unknown>;
@@ -34,7 +36,27 @@ export function parseEnvelope(value: unknown): Envelope {
   if (typeof message.method !== 'string') throw invalid('method must be a string', id);
   const params = message.params;
   if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
-    throw new HttpError(200, new JsonRpcError(ErrorCode.InvalidParams, 'params must be an object'), {}, id);
+    throw new InvalidParams(new JsonRpcError(ErrorCode.InvalidParams, 'params must be an object'), id);
   }
   return { id: 'id' in message ? (message.id as JsonRpcId) : undefined, method: message.method, params: params as Envelope['params'] };
+}
+
+/**
+ * A readable request whose `params` is not an object: answered with its JSON-RPC error (`-32602`),
+ * like any other, to its id. @internal
+ */
+export class InvalidParams extends McpRxError {
+  override readonly name = 'InvalidParams';
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_PARAMS';
+  /** The JSON-RPC error code of the answer. */
+  override readonly info: { readonly rpcCode: number };
+
+  constructor(
+    readonly rpc: JsonRpcError,
+    readonly id: JsonRpcId | null,
+  ) {
+    super(rpc.message);
+    this.info = { rpcCode: rpc.code };
+  }
 }

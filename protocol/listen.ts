@@ -15,7 +15,7 @@ import type { ListenStreamInfo, StreamsOptions } from './inspect.js';
 import { OpenListen } from './openListen.js';
 import type { EmptyListen } from './options.js';
 import type { Feed, FeedLease, ProviderFeeds } from './providerFeeds.js';
-import { capacityRefusal, type EndpointResponse, jsonError, shutdownRefusal, SSE_HEADERS } from './responses.js';
+import { type Answer, capacityRefusal, errorAnswer, shutdownRefusal } from './answer.js';
 import { listenTrace, traceAbandoned, traced, traceWatcher } from './trace.js';
 
 /**
@@ -108,11 +108,11 @@ export class ListenStreams {
    * message channel has none): a stream, or the JSON-RPC error that refuses it (-32602…), built
    * from `plans` (HTTP's, or message channels', see `listenPlans`' `stalledEnd`). The request's
    * trace context follows it on `channels.trace` when someone listens there, whatever the front.
-   * @throws HttpError 503 when the server is full (with its retry time) or closed.
+   * @throws Refusal `busy` when the server is full (with its retry time) or closed.
    */
-  listen(id: JsonRpcId, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext, plans: ListenPlans): Promise<EndpointResponse> {
+  listen(id: JsonRpcId, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext, plans: ListenPlans, transport: ListenTrace['transport']): Promise<Answer> {
     if (!channels.trace.hasSubscribers) return this.#admit(id, params, context, plans, undefined);
-    const trace = listenTrace(context.request, params);
+    const trace = listenTrace(context.request, params, transport);
     return traced(trace, () => this.#admit(id, params, context, plans, trace));
   }
 
@@ -123,13 +123,13 @@ export class ListenStreams {
     context: RequestContext,
     plans: ListenPlans,
     trace: ListenTrace | undefined,
-  ): Promise<EndpointResponse> {
+  ): Promise<Answer> {
     let filter;
     try {
       filter = parseListenFilter(params, this.#init.capabilities);
     } catch (error) {
-      // 2026-07-28: a missing required client capability (-32021) is answered with HTTP 400 Bad Request.
-      if (error instanceof JsonRpcError) return jsonError(error.code === ErrorCode.MissingRequiredExtension ? 400 : 200, id, error);
+      // 2026-07-28: a missing required client capability (-32021) refuses the request (HTTP: 400 Bad Request).
+      if (error instanceof JsonRpcError) return errorAnswer(id, error, error.code === ErrorCode.MissingRequiredExtension ? 'missing-extension' : undefined);
       throw error;
     }
     if (this.#closed) throw shutdownRefusal(id);
@@ -165,7 +165,7 @@ export class ListenStreams {
       // Nothing honoured and nothing to hold: the empty acknowledgment and the result, no slot kept.
       pending.abandon();
       const watcher = trace === undefined ? undefined : traceWatcher(trace);
-      return { kind: 'stream', status: 200, headers: SSE_HEADERS, open: () => completedListen(plans, { requestId: id, filter: authorized, watcher }), abandon: trace === undefined ? noop : () => traceAbandoned(trace) };
+      return { kind: 'stream', open: () => completedListen(plans, { requestId: id, filter: authorized, watcher }), abandon: trace === undefined ? noop : () => traceAbandoned(trace) };
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
     return this.#listenResponse(id, authorized, context.auth, pending, lease, plans, trace);
@@ -174,7 +174,7 @@ export class ListenStreams {
   /**
    * A place of a pool other processes share (`SharedSlots`), asked for before anyone is superseded
    * (M9); a full pool, or an endpoint closed meanwhile, refuses the listen.
-   * @throws HttpError 503 when the pool is full (with its retry time) or the endpoint closed.
+   * @throws Refusal `busy` when the pool is full (with its retry time) or the endpoint closed.
    */
   async #acquireShared(slots: SharedSlots, id: JsonRpcId): Promise<Slot> {
     const slot = await slots.acquire();
@@ -218,7 +218,7 @@ export class ListenStreams {
     lease: FeedLease | undefined,
     plans: ListenPlans,
     trace: ListenTrace | undefined,
-  ): EndpointResponse {
+  ): Answer {
     const { expiresAt, scopes, principal } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
@@ -241,7 +241,7 @@ export class ListenStreams {
       lease?.release();
       if (trace !== undefined) traceAbandoned(trace);
     };
-    return { kind: 'stream', status: 200, headers: SSE_HEADERS, open, abandon };
+    return { kind: 'stream', open, abandon };
   }
 }
 

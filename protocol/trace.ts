@@ -2,12 +2,12 @@
 // subscribes there, published as the request is admitted or refused, and as its stream starts and
 // stops (see `mcp-rx-streams/otel`).
 import type { EndpointRequest } from '../lib/context.js';
-import { HttpError } from '../lib/httpError.js';
+import { Refusal } from '../lib/refusal.js';
 import { ErrorCode } from '../lib/jsonrpc.js';
 import { reportTrace, type ListenTrace, type StopReason } from '../lib/telemetry.js';
 import { filterNames } from '../lib/filter.js';
 import type { ListenStatus, StreamWatcher } from '../operators/listenPipeline.js';
-import type { EndpointResponse } from './responses.js';
+import type { Answer } from './answer.js';
 
 /** Longest trace header value taken, in characters (a `traceparent` is 55; `tracestate` at most 512 by W3C). */
 const MAX_TRACE_HEADER = 1024;
@@ -18,16 +18,16 @@ const MAX_TRACE_HEADER = 1024;
  * `traceparent` / `tracestate` HTTP headers. Values that are not strings of at most 1024
  * characters are left out. @internal
  */
-export function listenTrace(request: EndpointRequest, params: Readonly<Record<string, unknown>> | undefined): ListenTrace {
+export function listenTrace(request: EndpointRequest, params: Readonly<Record<string, unknown>> | undefined, transport: ListenTrace['transport']): ListenTrace {
   const meta = params?._meta;
   if (meta !== null && typeof meta === 'object') {
     const { traceparent, tracestate } = meta as Record<string, unknown>;
-    if (isTraceValue(traceparent)) return { traceparent, tracestate: isTraceValue(tracestate) ? tracestate : undefined };
+    if (isTraceValue(traceparent)) return { traceparent, tracestate: isTraceValue(tracestate) ? tracestate : undefined, transport };
   }
   const traceparent = request.header('traceparent');
-  if (!isTraceValue(traceparent)) return { traceparent: undefined, tracestate: undefined };
+  if (!isTraceValue(traceparent)) return { traceparent: undefined, tracestate: undefined, transport };
   const tracestate = request.header('tracestate');
-  return { traceparent, tracestate: isTraceValue(tracestate) ? tracestate : undefined };
+  return { traceparent, tracestate: isTraceValue(tracestate) ? tracestate : undefined, transport };
 }
 
 function isTraceValue(value: unknown): value is string {
@@ -35,32 +35,23 @@ function isTraceValue(value: unknown): value is string {
 }
 
 /**
- * Runs the admission of a traced listen: `admission` first, then `refused` (with the HTTP status
- * and the JSON-RPC code) when the answer is no stream; a stream's `start` and `stop` come from
- * its own watcher. @internal
+ * Runs the admission of a traced listen: `admission` first, then `refused` (with the refusal's
+ * kind, if it was one, and the JSON-RPC code) when the answer is no stream; a stream's `start` and
+ * `stop` come from its own watcher. @internal
  */
-export async function traced(listen: ListenTrace, admit: () => Promise<EndpointResponse>): Promise<EndpointResponse> {
+export async function traced(listen: ListenTrace, admit: () => Promise<Answer>): Promise<Answer> {
   reportTrace({ phase: 'admission', listen });
-  let response: EndpointResponse;
+  let answer: Answer;
   try {
-    response = await admit();
+    answer = await admit();
   } catch (error) {
-    // The endpoint answers an HttpError with its status; anything else as -32603 with HTTP 200.
-    if (error instanceof HttpError) reportTrace({ phase: 'refused', listen, status: error.status, code: error.rpc.code });
-    else reportTrace({ phase: 'refused', listen, status: 200, code: ErrorCode.InternalError });
+    // A refusal keeps its kind; anything else is answered -32603.
+    if (error instanceof Refusal) reportTrace({ phase: 'refused', listen, refusal: error.kind, code: error.rpc.code });
+    else reportTrace({ phase: 'refused', listen, refusal: undefined, code: ErrorCode.InternalError });
     throw error;
   }
-  if (response.kind !== 'stream') reportTrace({ phase: 'refused', listen, status: response.status, code: response.kind === 'json' ? errorCode(response.body) : undefined });
-  return response;
-}
-
-function errorCode(body: string): number | undefined {
-  try {
-    const code = (JSON.parse(body) as { error?: { code?: unknown } }).error?.code;
-    return typeof code === 'number' ? code : undefined;
-  } catch {
-    return undefined;
-  }
+  if (answer.kind === 'error') reportTrace({ phase: 'refused', listen, refusal: answer.refusal, code: answer.error.code });
+  return answer;
 }
 
 /** The watcher of a traced listen that keeps no entry (one completed at once, `emptyListen: 'complete'`). @internal */

@@ -11,7 +11,9 @@ import * as otel from '../adapters/otel/index.js';
 import * as redis from '../adapters/redis/index.js';
 import * as cluster from '../adapters/cluster/index.js';
 import { ResourceTooLargeError } from '../adapters/reference/files.js';
-import { HttpError } from '../lib/httpError.js';
+import { HttpError } from '../adapters/http/httpError.js';
+import { Refusal } from '../lib/refusal.js';
+import { InvalidParams } from '../protocol/envelope.js';
 import { JsonRpcError } from '../lib/jsonrpc.js';
 
 const { McpRxError } = main;
@@ -40,7 +42,9 @@ const SAMPLES = new Map<ErrorClass, () => Error>([
   [cluster.SharedSlotsError, () => new cluster.SharedSlotsError()],
   [main.RevokeRelayError, () => new main.RevokeRelayError({ streams: 2, sessions: 1 }, new Error('Redis is not connected'))],
   // Not exported from an entry, but thrown by the endpoint and the reference server.
-  [HttpError, () => new HttpError(404, new JsonRpcError(-32001, 'session not found'))],
+  [HttpError, () => new HttpError(413, new JsonRpcError(-32600, 'request body exceeds 10 bytes'))],
+  [Refusal, () => new Refusal('unknown-session', new JsonRpcError(-32001, 'session not found'))],
+  [InvalidParams, () => new InvalidParams(new JsonRpcError(-32602, 'params must be an object'), 1)],
   [ResourceTooLargeError, () => new ResourceTooLargeError('file:///big', 9, 8)],
 ]);
 
@@ -64,7 +68,7 @@ test('the entries export the error classes this spec knows (the walk finds them)
 
 test('every exported error class is an McpRxError with its own string code and an info object', () => {
   const codes = new Map<string, string>();
-  const classes = new Set([...exportedErrorClasses(), HttpError, ResourceTooLargeError]);
+  const classes = new Set([...exportedErrorClasses(), HttpError, Refusal, InvalidParams, ResourceTooLargeError]);
   for (const errorClass of classes) {
     if (OUTSIDE_THE_BASE.has(errorClass)) continue;
     const make = SAMPLES.get(errorClass);
@@ -89,6 +93,7 @@ test('info carries the facts of the case', () => {
   assert.deepEqual(new main.AuthError('no token', 'Bearer realm="mcp"').info, { challenge: 'Bearer realm="mcp"' });
   assert.deepEqual(new main.RestoreError('file:///a', new Error('x')).info, { uri: 'file:///a' });
   assert.deepEqual(new HttpError(413, new JsonRpcError(-32600, 'too large')).info, { status: 413, rpcCode: -32600 });
+  assert.deepEqual(new Refusal('busy', new JsonRpcError(-32000, 'full')).info, { kind: 'busy', rpcCode: -32000 });
   assert.deepEqual(new main.FrameEncodingError('event', 'a\rb').info, { field: 'event', value: 'a\rb' });
   assert.deepEqual(new cluster.ClusterError('store.create', 'full', true).info, { op: 'store.create', capacity: true });
   assert.deepEqual(new cluster.ClusterError('slot', 'the channel to the primary is closed').info, { op: 'slot' });

@@ -21,7 +21,7 @@ import { nodeHandler } from '../adapters/http/node.js';
 import { encodeFrame } from '../lib/encode.js';
 import { McpEndpoint } from '../adapters/http/endpoint.js';
 import type { EndpointRequest } from '../lib/context.js';
-import type { EndpointResponse } from '../protocol/responses.js';
+import type { EndpointResponse } from '../adapters/http/responses.js';
 import type { McpEndpointOptions } from '../adapters/http/options.js';
 import { Hub } from '../lib/hub.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';

@@ -21,7 +21,7 @@ import { encodeFrame } from '../lib/encode.js';
 import { localhostHosts } from '../adapters/http/hostCheck.js';
 import { McpEndpoint } from '../adapters/http/endpoint.js';
 import type { EndpointRequest } from '../lib/context.js';
-import type { EndpointResponse } from '../protocol/responses.js';
+import type { EndpointResponse } from '../adapters/http/responses.js';
 import type { Frame } from '../lib/frame.js';
 import { Hub } from '../lib/hub.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';

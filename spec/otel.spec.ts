@@ -211,7 +211,8 @@ test('a listen over stdio (real pipes) is traced like one over HTTP: the span fo
     assert.equal(refused.status.code, SpanStatusCode.ERROR);
     assert.equal(refused.attributes['rpc.jsonrpc.error_code'], -32602);
     assert.equal(refused.spanContext().traceId, TRACE_ID);
-    assert.equal((heard.at(-1) as { error?: { code?: number } }).error?.code, -32602);
+    await eventually(() => heard.some((message) => message.id === 8), 3000, 'the answer to the refused listen');
+    assert.equal((heard.find((message) => message.id === 8) as { error?: { code?: number } }).error?.code, -32602);
   } finally {
     reading.unsubscribe();
     session.close();

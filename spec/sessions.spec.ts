@@ -7,7 +7,7 @@ import { BehaviorSubject, type Observable, of } from 'rxjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { McpEndpoint } from '../adapters/http/endpoint.js';
-import type { EndpointResponse } from '../protocol/responses.js';
+import type { EndpointResponse } from '../adapters/http/responses.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { Frame, MessageFrame } from '../lib/frame.js';

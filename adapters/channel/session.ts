@@ -5,7 +5,7 @@ import type { Broadcast } from '../../lib/broadcast.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import { messageJson } from '../../lib/encode.js';
 import type { Frame } from '../../lib/frame.js';
-import { HttpError } from '../../lib/httpError.js';
+import { Refusal } from '../../lib/refusal.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
 import { LeanSubscriber } from '../../lib/subscribers.js';
 import { reportError } from '../../lib/telemetry.js';
@@ -13,8 +13,8 @@ import { endpoint as validEndpoint, implementing, options as validOptions } from
 import type { ChannelSubscriptions } from '../../protocol/channelSubscriptions.js';
 import type { Caller, ProtocolCore } from '../../protocol/core.js';
 import type { McpEndpoint } from '../http/endpoint.js';
-import { type Envelope, parseEnvelope } from '../../protocol/envelope.js';
-import type { EndpointResponse } from '../../protocol/responses.js';
+import { type Envelope, InvalidParams, parseEnvelope } from '../../protocol/envelope.js';
+import type { Answer } from '../../protocol/answer.js';
 import type { ChannelInput, MessageChannel } from './channel.js';
 import { ChannelDemand } from './demand.js';
 import { channelAuth, messageChannel } from './check.js';
@@ -174,7 +174,7 @@ class ChannelServer implements ChannelSession {
         for (const input of early) this.#receive(input);
       },
       (error: unknown) => {
-        if (!(error instanceof AuthError) && !(error instanceof HttpError)) reportError('adapter', error);
+        if (!(error instanceof AuthError) && !(error instanceof Refusal)) reportError('adapter', error);
         this.close();
       },
     );
@@ -255,7 +255,7 @@ class ChannelServer implements ChannelSession {
     try {
       message = parseEnvelope(value);
     } catch (error) {
-      if (error instanceof HttpError) return this.#error(error.id, error.rpc);
+      if (error instanceof Refusal || error instanceof InvalidParams) return this.#error(error.id, error.rpc);
       throw error;
     }
     if (message.id === undefined) return this.#notification(message);
@@ -328,22 +328,22 @@ class ChannelServer implements ChannelSession {
     };
   }
 
-  /** Runs `answer`, turning the core's HTTP-flavoured refusals (503, 401…) into their JSON-RPC errors. */
-  async #call(answer: () => Promise<EndpointResponse>): Promise<EndpointResponse | JsonRpcError> {
+  /** Runs `answer`, turning a refusal the core threw (`busy`…) into its JSON-RPC error: on a channel the message says it all. */
+  async #call(answer: () => Promise<Answer>): Promise<Answer | JsonRpcError> {
     try {
       return await answer();
     } catch (error) {
-      if (error instanceof HttpError) return error.rpc;
+      if (error instanceof Refusal) return error.rpc;
       if (error instanceof JsonRpcError) return error;
       throw error;
     }
   }
 
-  async #respond(id: JsonRpcId, response: EndpointResponse | JsonRpcError): Promise<void> {
-    if (response instanceof JsonRpcError) return this.#error(id, response);
-    // The endpoint's HTTP status is HTTP's: on a channel the JSON-RPC message says it all.
-    if (response.kind === 'json') this.send(response.body);
-    else if (response.kind === 'stream') response.abandon();
+  async #respond(id: JsonRpcId, answer: Answer | JsonRpcError): Promise<void> {
+    if (answer instanceof JsonRpcError) return this.#error(id, answer);
+    if (answer.kind === 'result') this.send(JSON.stringify({ jsonrpc: '2.0', id: answer.id, result: answer.result }));
+    else if (answer.kind === 'error') this.#error(answer.id, answer.error);
+    else answer.abandon();
   }
 
   /** The legacy notifications flow from the answer to `initialize` on, in order after it. */

@@ -5,7 +5,9 @@ import type { IncomingMessage, Server } from 'node:http';
 import { Observable, Subject } from 'rxjs';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest } from '../../lib/context.js';
-import { HttpError } from '../../lib/httpError.js';
+import { Refusal } from '../../lib/refusal.js';
+import { HttpError } from '../http/httpError.js';
+import { refusalStatus } from '../http/status.js';
 import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, implementing, options as validOptions, port as validPort, string } from '../../lib/validate.js';
 import { channelAuth, highWaterMark } from './check.js';
@@ -297,6 +299,10 @@ export function webSocketServer(endpoint: McpEndpoint, options: WebSocketServerO
         },
         (error: unknown) => {
           if (error instanceof HttpError) return done(false, error.status, error.rpc.message, error.headers as Record<string, string>);
+          if (error instanceof Refusal) {
+            const { status, headers } = refusalStatus(error);
+            return done(false, status, error.rpc.message, headers as Record<string, string>);
+          }
           reportError('adapter', error);
           done(false, 500);
         },

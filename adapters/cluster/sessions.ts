@@ -2,7 +2,7 @@
 // the workers serving them, both held and relayed by the primary.
 import type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
-import { capacityRefusal } from '../../protocol/responses.js';
+import { capacityRefusal } from '../../protocol/answer.js';
 import { ClusterError, type WorkerLink } from './link.js';
 
 /**

@@ -1,6 +1,6 @@
 import { type SchedulerLike, timer } from 'rxjs';
 import type { EndpointRequest } from '../../lib/context.js';
-import { HttpError } from '../../lib/httpError.js';
+import { HttpError } from './httpError.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { EndpointRequest } from '../../lib/context.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { originListed } from './hostCheck.js';
-import type { EndpointResponse } from '../../protocol/responses.js';
+import type { EndpointResponse } from './responses.js';
 
 /**
  * The endpoint's `corsOrigins` option: the origins of the browser pages that may call it from

@@ -2,9 +2,9 @@ import type { SchedulerLike } from 'rxjs';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import type { ServerCapabilities } from '../../lib/filter.js';
-import { HttpError } from '../../lib/httpError.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
+import { Refusal } from '../../lib/refusal.js';
 import type { CloseReason } from '../../lib/frame.js';
 import type { ListenOptions } from '../../lib/options.js';
 import type { PrincipalCap } from '../../lib/principals.js';
@@ -12,15 +12,17 @@ import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, RECOGNIZED_LEGACY_VE
 import type { StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
 import { type Caller, type EndpointStats, ProtocolCore } from '../../protocol/core.js';
-import { parseEnvelope } from '../../protocol/envelope.js';
+import { InvalidParams, parseEnvelope } from '../../protocol/envelope.js';
 import type { StreamInfo, StreamsOptions } from '../../protocol/inspect.js';
 import type { LiveSession } from '../../protocol/legacy/liveSession.js';
-import { acceptsEventStream, type EndpointResponse, jsonError, SSE_HEADERS } from '../../protocol/responses.js';
 import type { RevokeResult } from '../../protocol/revoke.js';
 import { readJson } from './body.js';
 import { type ClientAddress, withClientAddress } from './clientAddress.js';
 import type { CorsPolicy } from './cors.js';
 import { hostFieldError } from './hostCheck.js';
+import { HttpError } from './httpError.js';
+import { acceptsEventStream, type EndpointResponse, jsonError } from './responses.js';
+import { answerResponse, refusalResponse } from './status.js';
 import { type McpEndpointOptions, resolveEndpointOptions } from './options.js';
 
 
@@ -191,7 +193,7 @@ export class McpEndpoint {
    * admitted: two `Host` lines refused (400), `allowedHosts`/`allowedOrigins` (403), then the
    * caller, with `trustProxy` applied: the `authenticate` hook's answer (401 when it refuses), or
    * the anonymous principal of the client's address. The channel then runs as that caller.
-   * @throws HttpError 400, 403 or 401 (a rejection).
+   * @throws HttpError 400 or 403, Refusal `unauthorized` (401) (a rejection).
    */
   async admit(request: EndpointRequest): Promise<AuthInfo> {
     const hosts = hostFieldError(request);
@@ -220,6 +222,8 @@ export class McpEndpoint {
       return await this.#handle(resolve === undefined ? request : withClientAddress(request, resolve));
     } catch (error) {
       if (error instanceof HttpError) return jsonError(error.status, error.id, error.rpc, error.headers);
+      if (error instanceof Refusal) return refusalResponse(error);
+      if (error instanceof InvalidParams) return jsonError(200, error.id, error.rpc);
       if (error instanceof JsonRpcError) return jsonError(200, null, error);
       // An HTTP 500 is a bug: answer the JSON-RPC internal error instead, keep the process up, and
       // report it on channels.error.
@@ -272,7 +276,7 @@ export class McpEndpoint {
     if (message.method === 'subscriptions/listen' && !acceptsEventStream(request.header('accept'))) {
       return jsonError(406, message.id, new JsonRpcError(ErrorCode.InvalidRequest, 'subscriptions/listen requires Accept: text/event-stream'));
     }
-    return this.core.dispatch(message.id, message.method, message.params, { context: { auth, request }, transport: 'http', session: undefined });
+    return answerResponse(await this.core.dispatch(message.id, message.method, message.params, { context: { auth, request }, transport: 'http', session: undefined }), false);
   }
 
   /** A request inside a legacy session (DESIGN L1–L10): POST, GET (the stream) or DELETE. */
@@ -294,15 +298,14 @@ export class McpEndpoint {
     const message = parseEnvelope(await this.#readBody(request));
     if (message.id === undefined) return ACCEPTED;
     const caller: Caller = { context, transport: 'http', session: this.core.sessionScope(session, context) };
-    return this.core.dispatch(message.id, message.method, message.params, caller);
+    return answerResponse(await this.core.dispatch(message.id, message.method, message.params, caller), true);
   }
 
   async #sessionStream(session: LiveSession, request: EndpointRequest, context: RequestContext): Promise<EndpointResponse> {
     if (!acceptsEventStream(request.header('accept'))) {
       return jsonError(406, null, new JsonRpcError(ErrorCode.InvalidRequest, 'the GET stream requires Accept: text/event-stream'));
     }
-    const stream = await this.core.sessionStream(session, request.header('last-event-id'), context);
-    return { ...stream, headers: SSE_HEADERS };
+    return answerResponse(await this.core.sessionStream(session, request.header('last-event-id'), context), true);
   }
 
   #notAllowed(method: string): EndpointResponse {

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { EndpointRequest } from '../../lib/context.js';
 import type { McpEndpoint } from './endpoint.js';
-import type { EndpointResponse } from '../../protocol/responses.js';
+import type { EndpointResponse } from './responses.js';
 import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint } from '../../lib/validate.js';
 import { SseWriter } from './sseWriter.js';

@@ -2,7 +2,7 @@ import { Subject, type Subscription } from 'rxjs';
 import { encodeFrame } from '../../lib/encode.js';
 import { McpRxError } from '../../lib/errors.js';
 import type { McpEndpoint } from './endpoint.js';
-import type { EndpointResponse } from '../../protocol/responses.js';
+import type { EndpointResponse } from './responses.js';
 import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, options as validOptions, positiveInteger } from '../../lib/validate.js';
 

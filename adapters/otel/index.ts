@@ -8,6 +8,7 @@ import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { endpoint as validEndpoint, implementing, oneOf, options as validOptions, string } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
 import { followMetricEvents, once } from '../metricEvents.js';
+import { httpStatus } from '../http/status.js';
 
 export { MissingPeerDependencyError } from '../peer.js';
 
@@ -215,8 +216,10 @@ export function traceListens(tracer: Tracer, options?: ListenTracingOptions): Li
         const span = open.get(listen);
         if (span === undefined) return;
         open.delete(listen);
-        span.setAttributes({ 'http.response.status_code': event.status, ...(event.code === undefined ? {} : { 'rpc.jsonrpc.error_code': event.code }) });
-        span.setStatus({ code: api.SpanStatusCode.ERROR, message: `refused: HTTP ${event.status}${event.code === undefined ? '' : `, JSON-RPC ${event.code}`}` });
+        // Over HTTP the status line the refusal got; a channel has none.
+        const status = listen.transport === 'http' ? httpStatus(event.refusal, event.code, false) : undefined;
+        span.setAttributes({ 'rpc.jsonrpc.error_code': event.code, ...(status === undefined ? {} : { 'http.response.status_code': status }), ...(event.refusal === undefined ? {} : { 'mcp.refusal': event.refusal }) });
+        span.setStatus({ code: api.SpanStatusCode.ERROR, message: `refused: ${status === undefined ? '' : `HTTP ${status}, `}JSON-RPC ${event.code}` });
         span.end();
         return;
       }

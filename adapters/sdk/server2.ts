@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asyncScheduler, Subscription } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
-import { HttpError } from '../../lib/httpError.js';
+import { HttpError } from '../http/httpError.js';
 import type { Hub } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, hub as validHub, implementing, options as validOptions, positiveInteger } from '../../lib/validate.js';

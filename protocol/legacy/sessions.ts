@@ -3,13 +3,13 @@ import { type Observable, type Subscription, timer } from 'rxjs';
 import type { AuthInfo } from '../../lib/auth.js';
 import type { RequestContext } from '../../lib/context.js';
 import type { CloseReason } from '../../lib/frame.js';
-import { HttpError } from '../../lib/httpError.js';
+import { Refusal } from '../../lib/refusal.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import type { SessionCommand, SessionRecord } from '../../lib/session.js';
 import { channels, reportError, type SessionEndReason, type StopReason } from '../../lib/telemetry.js';
 import { agreedLegacyVersion, initializeResult } from '../discover.js';
 import { sessionFilterInfo, type SessionInfo, type StreamsOptions } from '../inspect.js';
-import { capacityRefusal, shutdownRefusal } from '../responses.js';
+import { capacityRefusal, shutdownRefusal } from '../answer.js';
 import { type GetStreamParts, legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
 import { sessionToDisplace } from './sessionCap.js';
@@ -67,7 +67,7 @@ export class LegacySessions {
 
   /**
    * Answers `initialize`: a new session and the result that advertises it (DESIGN L1).
-   * @throws HttpError 503 at `maxSessions` (with its retry time) or once closed (shutting down).
+   * @throws Refusal `busy` at `maxSessions` (with its retry time) or once closed (shutting down).
    */
   async initialize(params: Readonly<Record<string, unknown>> | undefined, auth: AuthInfo): Promise<{ id: string; result: unknown }> {
     const protocolVersion = agreedLegacyVersion(params);
@@ -114,7 +114,7 @@ export class LegacySessions {
   /**
    * The session a request names, after checking it exists, is not idle past its timeout and
    * belongs to the caller; counts the request as activity (DESIGN L10).
-   * @throws HttpError 404 for an unknown or evicted session, 403 for another principal's.
+   * @throws Refusal `unknown-session` for an unknown or evicted session, `forbidden` for another principal's.
    */
   async resolve(id: string, auth: AuthInfo): Promise<LiveSession> {
     const now = this.#init.scheduler.now();
@@ -141,7 +141,7 @@ export class LegacySessions {
       throw notFound();
     }
     if (session.principal !== auth.principal) {
-      throw new HttpError(403, new JsonRpcError(ErrorCode.InvalidRequest, 'this session belongs to another principal'));
+      throw new Refusal('forbidden', new JsonRpcError(ErrorCode.InvalidRequest, 'this session belongs to another principal'));
     }
     await this.#touch(session, now);
     return session;
@@ -367,8 +367,8 @@ async function settle(work: () => unknown): Promise<{ readonly cause: unknown } 
   }
 }
 
-function notFound(): HttpError {
-  return new HttpError(404, new JsonRpcError(ErrorCode.SessionNotFound, 'session not found: initialize a new session'));
+function notFound(): Refusal {
+  return new Refusal('unknown-session', new JsonRpcError(ErrorCode.SessionNotFound, 'session not found: initialize a new session'));
 }
 
 const lastActivityOf = (session: LiveSession): number => session.lastActivity;

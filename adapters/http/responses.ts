@@ -1,7 +1,6 @@
 import type { Observable } from 'rxjs';
-import type { Frame } from '../lib/frame.js';
-import { HttpError } from '../lib/httpError.js';
-import { ErrorCode, JsonRpcError, type JsonRpcId } from '../lib/jsonrpc.js';
+import type { Frame } from '../../lib/frame.js';
+import type { JsonRpcError, JsonRpcId } from '../../lib/jsonrpc.js';
 
 /** Response headers of every SSE stream (DESIGN M5). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -56,31 +55,4 @@ export function json(status: number, body: unknown, headers: Readonly<Record<str
  */
 export function jsonError(status: number, id: JsonRpcId | null, error: JsonRpcError, headers?: Readonly<Record<string, string>>): EndpointResponse {
   return json(status, error.toResponse(id), headers);
-}
-
-
-/**
- * The refusal of a stream or a session the server has no room for (DESIGN M9; `maxStreams`,
- * `maxSessions`): HTTP 503 and JSON-RPC `-32000`, with the time to wait before trying again in
- * both, `Retry-After` (whole seconds, rounded up: at least 1) and `error.data.retryAfterMs`, so
- * that clients back off instead of hammering a full server.
- * @param what which capacity is full: `stream` (`maxStreams`) or `session` (`maxSessions`).
- * @param retryAfterMs the endpoint's `capacityRetryAfter`, in milliseconds (default 5000).
- * @param id the request's id, when it has one.
- * @internal
- */
-export function capacityRefusal(what: 'stream' | 'session', retryAfterMs: number, id: JsonRpcId | null = null): HttpError {
-  const limit = what === 'stream' ? 'maxStreams' : 'maxSessions';
-  const rpc = new JsonRpcError(ErrorCode.ServerBusy, `server is at its ${what} capacity (${limit}); retry later`, { retryAfterMs });
-  return new HttpError(503, rpc, { 'Retry-After': String(Math.ceil(retryAfterMs / 1000)) }, id);
-}
-
-/**
- * The refusal of a stream or session by a closed endpoint: HTTP 503 and JSON-RPC `-32000` saying it
- * is shutting down, without a retry time (the server does not know when, or whether, it is back;
- * a client uses its own reconnection delay, or another server of the fleet).
- * @internal
- */
-export function shutdownRefusal(id: JsonRpcId | null = null): HttpError {
-  return new HttpError(503, new JsonRpcError(ErrorCode.ServerBusy, 'server is shutting down; connect to another server or retry once it is back'), {}, id);
 }

@@ -1,5 +1,5 @@
-import { McpRxError } from './errors.js';
-import type { JsonRpcError, JsonRpcId } from './jsonrpc.js';
+import { McpRxError } from '../../lib/errors.js';
+import type { JsonRpcError, JsonRpcId } from '../../lib/jsonrpc.js';
 
 /**
  * A refusal that carries its HTTP status (400, 401, 403, 404, 413…), the JSON-RPC error of the
