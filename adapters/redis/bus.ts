@@ -1,9 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { Subject, type Observable } from 'rxjs';
 import { type HubBus, HubBusTargets, type HubEvent } from '../../lib/hub.js';
 import { reportError } from '../../lib/telemetry.js';
-import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, dropConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
+import { backoff, checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, dropConnection, isHandover, keyBeside, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 import { tryParseJson } from '../../lib/jsonrpc.js';
 import { reportResync, reportUnrelayed, type ResyncEvent } from './telemetry.js';
 
@@ -13,7 +12,8 @@ export interface RedisBusOptions {
   readonly redis: RedisTarget;
   /**
    * The Redis stream the fleet's hubs share; defaults to `mcp-rx-streams:hub`. Its epoch is kept
-   * under `<channel>:epoch`.
+   * next to it, in the same Redis Cluster slot: under `{<channel>}:epoch`, or `<channel>:epoch`
+   * when the channel has a hash tag of its own (`app:{hub}`).
    */
   readonly channel?: string;
   /** This node's id, unique in the fleet (no whitespace); defaults to a random UUID. */
@@ -79,11 +79,13 @@ return {epoch, oldest[1] and oldest[1][1] or false, newest[1] and newest[1][1] o
 type ReadReply = [epoch: string, oldest: string | null, newest: string | null, entries: [id: string, fields: string[]][]];
 
 
-/** One queued local event: its sequence number and the fields of its stream entry. */
+/** One local event on its way to the stream: its sequence number and the fields of its stream entry. */
 interface Pending {
   readonly seq: number;
   readonly topic: HubEvent['topic'];
   readonly json: string;
+  /** Whether it has been through the outbox (counted once in `queued`, however many attempts it takes). */
+  queued: boolean;
 }
 
 /**
@@ -131,8 +133,8 @@ export class RedisBus implements HubBus {
   readonly channel: string;
   /** Each resync, as it happens; completes on `close()`. */
   readonly resync$: Observable<ResyncEvent>;
-  readonly #publisher: Redis;
-  readonly #reader: Redis;
+  readonly #publisher: RedisConnection;
+  readonly #reader: RedisConnection;
   readonly #epochKey: string;
   readonly #origin: string;
   /** `<origin> `: how this node's own entries start. */
@@ -170,7 +172,7 @@ export class RedisBus implements HubBus {
     this.#maxOutbox = checkCount('maxOutbox', options.maxOutbox, 10_000);
     this.#checkInterval = checkMilliseconds('checkInterval', options.checkInterval, 1000);
     this.#retryDelay = maxReconnectDelay;
-    this.#epochKey = `${this.channel}:epoch`;
+    this.#epochKey = keyBeside('channel', this.channel, ':epoch');
     this.#origin = `${this.nodeId}/${randomBytes(6).toString('base64url')}`;
     this.#prefix = `${this.#origin} `;
     this.resync$ = this.#resyncs.asObservable();
@@ -218,7 +220,7 @@ export class RedisBus implements HubBus {
       // A task status that cannot be serialized (a cycle, a BigInt) reached local streams only.
       return this.#unrelayed(event.topic, 'error');
     }
-    const pending: Pending = { seq: ++this.#seq, topic: event.topic, json };
+    const pending: Pending = { seq: ++this.#seq, topic: event.topic, json, queued: false };
     if (this.#publisher.status !== 'ready') return this.#enqueue(pending);
     // Appends after the outbox's, so that each origin's seq reaches the stream in order.
     if (this.#outbox.length > 0) this.#flush();
@@ -260,7 +262,10 @@ export class RedisBus implements HubBus {
 
   /** Adds to the outbox, kept in seq order: failed appends come back to it asynchronously, after newer events. */
   #enqueue(pending: Pending): void {
-    this.#stats.queued++;
+    if (!pending.queued) {
+      pending.queued = true;
+      this.#stats.queued++;
+    }
     const outbox = this.#outbox;
     let i = outbox.length;
     while (i > 0 && outbox[i - 1]!.seq > pending.seq) i--;
@@ -313,9 +318,9 @@ export class RedisBus implements HubBus {
       } catch (error) {
         check = true;
         if (this.#closing !== undefined) return;
-        // Redis refused the read (a lost connection just resends it after the reconnection): say
-        // so, and wait a little rather than spin.
-        if (this.#reader.status === 'ready') reportError('hub', error);
+        // Redis refused the read (a lost connection just resends it after the reconnection; a
+        // failover is no news either): say so, and wait a little rather than spin.
+        if (this.#reader.status === 'ready' && !isHandover(error)) reportError('hub', error);
         await new Promise((resolve) => setTimeout(resolve, Math.min(this.#retryDelay, 100)));
       }
     }
@@ -331,7 +336,7 @@ export class RedisBus implements HubBus {
 
   /** One read; returns whether more entries may be waiting. */
   async #read(): Promise<boolean> {
-    const reader = this.#reader as Redis & { mcpRxHubRead(stream: string, epochKey: string, last: string, count: number, candidate: string): Promise<ReadReply> };
+    const reader = this.#reader as RedisConnection & { mcpRxHubRead(stream: string, epochKey: string, last: string, count: number, candidate: string): Promise<ReadReply> };
     const [epoch, oldest, newest, entries] = await reader.mcpRxHubRead(this.channel, this.#epochKey, this.#last, this.#batch, randomUUID());
     if (this.#closing !== undefined) return false;
     if (this.#epoch === undefined || this.#last === '$') {

@@ -1,6 +1,7 @@
-// Shared plumbing of the Redis adapters: how a connection is opened and options are checked.
+// Shared plumbing of the Redis adapters: where Redis is (one server, a Sentinel-managed primary, a
+// Redis Cluster), how a connection to it is opened, and how options are checked.
 import { randomUUID } from 'node:crypto';
-import type { Redis as IoRedis, RedisOptions } from 'ioredis';
+import type { Cluster as IoCluster, ClusterNode, ClusterOptions, Redis as IoRedis, RedisOptions } from 'ioredis';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { options as validOptions, positiveInteger } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
@@ -8,26 +9,195 @@ import { reportConnection, type RedisComponent } from './telemetry.js';
 
 // ioredis is an optional peer dependency of the package: loaded here, so that importing
 // `mcp-rx-streams/redis` without it fails with an error naming it and the command to install it.
-const { Redis } = requirePeer<typeof import('ioredis')>('ioredis', 'mcp-rx-streams/redis');
-type Redis = IoRedis;
+const { Redis, Cluster } = requirePeer<typeof import('ioredis')>('ioredis', 'mcp-rx-streams/redis');
 
-/** Where Redis is: a `redis://` / `rediss://` URL, or ioredis connection options. */
-export type RedisTarget = string | RedisOptions;
-
-/** Connections being closed on purpose (`closeConnection`): their end is reported `closed`, not `lost`. */
-const closing = new WeakSet<Redis>();
+/** A connection of an adapter: to one Redis (a lone server or a Sentinel-managed primary), or to a Redis Cluster. */
+export type RedisConnection = IoRedis | IoCluster;
 
 /**
- * Opens one ioredis connection to `target` with the adapter's own settings on top.
+ * A Redis Cluster: a few of its nodes (ioredis asks them for the rest, and follows the slots as
+ * they move) and, optionally, ioredis `Cluster` options (`redisOptions` for the password or TLS of
+ * every node, `natMap`, `dnsLookup`…).
+ */
+export interface RedisClusterTarget {
+  readonly cluster: readonly ClusterNode[];
+  readonly clusterOptions?: ClusterOptions;
+}
+
+/**
+ * Where Redis is; every node of a fleet gives the same.
+ * - one server: `redis://[[user]:password@]host[:port][/db]` (`rediss://` for TLS), or ioredis
+ *   options (`{ host, port, password }`);
+ * - a primary watched by Sentinels, followed across failovers:
+ *   `redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/<primary name>[/db]` (the
+ *   Sentinels' addresses, port 26379 by default; the user and password are the data nodes'; add
+ *   `?sentinelPassword=…` (and `sentinelUsername`) when the Sentinels want one; `rediss+sentinel://`
+ *   for TLS to both), or ioredis options `{ sentinels: [{ host, port }], name: 'mymaster' }`;
+ * - a Redis Cluster: `redis+cluster://[[user]:password@]host[:port][,host[:port]…]` (a few of its
+ *   nodes, port 6379 by default; `rediss+cluster://` for TLS), or a {@link RedisClusterTarget}.
+ *
+ * The `redis+sentinel://` form is the one of Python's redis-sentinel-url, redisvl and Prefect.
+ */
+export type RedisTarget = string | RedisOptions | RedisClusterTarget;
+
+/** Port of a Sentinel when a `redis+sentinel://` address names none. */
+const SENTINEL_PORT = 26379;
+/** Port of a cluster node when a `redis+cluster://` address names none. */
+const REDIS_PORT = 6379;
+
+const TARGET_EXPECTED = 'a redis:// URL or an ioredis options object';
+const SENTINEL_EXAMPLE = "redis+sentinel://10.0.0.5:26379,10.0.0.6:26379,10.0.0.7:26379/mymaster";
+const CLUSTER_EXAMPLE = 'redis+cluster://10.0.0.5:6379,10.0.0.6:6379,10.0.0.7:6379';
+// scheme://[userinfo@]addresses[/path][?query]; the addresses are comma-separated, so WHATWG URL cannot parse them.
+const MULTI_HOST = /^(rediss?)\+(sentinel|cluster):\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(?:\?([^#]*))?$/i;
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+
+/**
+ * The ioredis settings `target` stands for: a `redis://` URL as it is (ioredis reads it), the
+ * `redis+sentinel://` and `redis+cluster://` forms as options.
+ * @throws InvalidOptionError naming `redis`, saying how to write it.
+ */
+export function resolveTarget(target: unknown): RedisTarget {
+  if (typeof target === 'string') return target === '' ? notATarget(target) : resolveUrl(target);
+  if (target === null || typeof target !== 'object' || Array.isArray(target)) return notATarget(target);
+  if ('cluster' in target) {
+    const { cluster, clusterOptions } = target as RedisClusterTarget;
+    if (!Array.isArray(cluster) || cluster.length === 0) {
+      throw new InvalidOptionError('redis.cluster', 'a non-empty array of cluster nodes such as [{ host: \'10.0.0.5\', port: 6379 }]', cluster);
+    }
+    if (clusterOptions !== undefined && (clusterOptions === null || typeof clusterOptions !== 'object')) {
+      throw new InvalidOptionError('redis.clusterOptions', 'an object of ioredis Cluster options', clusterOptions);
+    }
+    return target as RedisClusterTarget;
+  }
+  const options = target as RedisOptions;
+  if (options.sentinels !== undefined) {
+    if (!Array.isArray(options.sentinels) || options.sentinels.length === 0) {
+      throw new InvalidOptionError('redis.sentinels', "a non-empty array of Sentinel addresses such as [{ host: '10.0.0.5', port: 26379 }]", options.sentinels);
+    }
+    if (typeof options.name !== 'string' || options.name === '') {
+      throw new InvalidOptionError('redis.name', 'the name of the primary the Sentinels watch (their `sentinel monitor <name> …` line), e.g. \'mymaster\'', options.name);
+    }
+  }
+  return options;
+}
+
+function notATarget(value: unknown): never {
+  throw new InvalidOptionError('redis', TARGET_EXPECTED, value);
+}
+
+function resolveUrl(url: string): RedisTarget {
+  const scheme = SCHEME.exec(url)?.[1]?.toLowerCase();
+  if (scheme === undefined || scheme === 'redis' || scheme === 'rediss') return url;
+  const parts = MULTI_HOST.exec(url);
+  if (parts === null) {
+    const hint = /sentinel/.test(scheme)
+      ? `write a Sentinel set as ${SENTINEL_EXAMPLE}`
+      : /cluster/.test(scheme)
+        ? `write a Redis Cluster as ${CLUSTER_EXAMPLE}`
+        : `use redis:// or rediss:// for one server, ${SENTINEL_EXAMPLE} for Sentinel, ${CLUSTER_EXAMPLE} for a Redis Cluster`;
+    throw new InvalidOptionError('redis', 'a redis://, redis+sentinel:// or redis+cluster:// URL', redactUrl(url), hint);
+  }
+  const [, base, kind, userinfo, hostList, path = '', query] = parts as unknown as [string, string, 'sentinel' | 'cluster', string | undefined, string, string | undefined, string | undefined];
+  const tls = base!.toLowerCase() === 'rediss';
+  const sentinel = kind.toLowerCase() === 'sentinel';
+  const shown = redactUrl(url);
+  const addresses = hostList.split(',').map((address) => parseAddress(address, sentinel ? SENTINEL_PORT : REDIS_PORT, shown, sentinel));
+  const auth = parseUserinfo(userinfo);
+  const params = new URLSearchParams(query ?? '');
+  const segments = path.split('/').filter((segment) => segment !== '');
+  if (!sentinel) {
+    if (segments.length > 0) throw new InvalidOptionError('redis', 'a redis+cluster:// URL without a path', shown, `a Redis Cluster has only database 0: write ${CLUSTER_EXAMPLE}`);
+    for (const key of params.keys()) throw new InvalidOptionError('redis', 'a redis+cluster:// URL without query parameters', shown, `${key} is not read here: pass { cluster: [...], clusterOptions } for more ioredis Cluster options`);
+    const redisOptions = { ...auth, ...(tls ? { tls: {} } : {}) };
+    return { cluster: addresses, clusterOptions: Object.keys(redisOptions).length === 0 ? {} : { redisOptions } };
+  }
+  const [name, db, ...rest] = segments.map(decodeURIComponent);
+  if (name === undefined || rest.length > 0 || (db !== undefined && !/^[0-9]+$/.test(db))) {
+    throw new InvalidOptionError('redis', 'a redis+sentinel:// URL whose path is /<primary name>[/<db>]', shown, `write ${SENTINEL_EXAMPLE} (mymaster: the name in the Sentinels' \`sentinel monitor\` line)`);
+  }
+  const sentinelAuth: { sentinelUsername?: string; sentinelPassword?: string } = {};
+  for (const [key, value] of params) {
+    if (key === 'sentinelPassword' || key === 'sentinelUsername') sentinelAuth[key] = value;
+    else throw new InvalidOptionError('redis', 'a redis+sentinel:// URL whose only query parameters are sentinelPassword and sentinelUsername', shown, `${key} is not read here: pass ioredis options { sentinels, name, ... } for more`);
+  }
+  return {
+    sentinels: addresses,
+    name,
+    ...(db === undefined ? {} : { db: Number(db) }),
+    ...auth,
+    ...sentinelAuth,
+    ...(tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+  };
+}
+
+function parseAddress(address: string, defaultPort: number, shown: string, sentinel: boolean): { host: string; port: number } {
+  // host, host:port, [v6], [v6]:port
+  const match = /^(?:\[([0-9a-f:.]+)\]|([^:[\]]+))(?::([0-9]{1,5}))?$/i.exec(address);
+  const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
+  if (match === null || port < 1 || port > 65_535) {
+    throw new InvalidOptionError('redis', `a list of host[:port] addresses separated by commas`, shown, `"${address}" is not one; write ${sentinel ? SENTINEL_EXAMPLE : CLUSTER_EXAMPLE}`);
+  }
+  return { host: match[1] ?? match[2]!, port };
+}
+
+function parseUserinfo(userinfo: string | undefined): { username?: string; password?: string } {
+  if (userinfo === undefined || userinfo === '') return {};
+  const colon = userinfo.indexOf(':');
+  const username = decodeURIComponent(colon < 0 ? userinfo : userinfo.slice(0, colon));
+  const password = colon < 0 ? undefined : decodeURIComponent(userinfo.slice(colon + 1));
+  // `redis://:secret@host` is a password without a user (the `default` user), as ioredis reads it.
+  return { ...(username === '' ? {} : { username }), ...(password === undefined ? {} : { password }) };
+}
+
+/** `url` without its password, for messages. */
+function redactUrl(url: string): string {
+  return url.replace(/^([^:]+:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
+}
+
+/**
+ * A description of `target` for log lines: the URL without its password, or `host:port` of the
+ * Sentinels or cluster nodes named in options.
+ */
+export function describeTarget(target: RedisTarget): string {
+  if (typeof target === 'string') return redactUrl(target);
+  const list = (nodes: readonly unknown[]) => nodes.map((node) => (typeof node === 'object' && node !== null ? `${(node as { host?: string }).host ?? '127.0.0.1'}:${(node as { port?: number }).port ?? ''}` : String(node))).join(',');
+  if ('cluster' in target) return `the Redis Cluster at ${list(target.cluster)}`;
+  if (target.sentinels !== undefined) return `the primary ${target.name ?? ''} of the Sentinels at ${list(target.sentinels)}`;
+  return `${target.host ?? '127.0.0.1'}:${target.port ?? REDIS_PORT}`;
+}
+
+/** Connections being closed on purpose (`closeConnection`): their end is reported `closed`, not `lost`. */
+const closing = new WeakSet<RedisConnection>();
+
+/**
+ * Opens one ioredis connection to `target` with the adapter's own settings on top: a `Redis`, or a
+ * `Cluster` for a Redis Cluster (the settings go where a Cluster reads them, see below).
  *
  * Every connection gets an `error` listener (ioredis prints unhandled connection errors to the
  * console otherwise; the adapters count failures where the command fails instead) and reports its
  * `ready` / `lost` transitions on {@link redisChannels.connection}, and `closed` when it is closed
  * on purpose ({@link closeConnection}: a shutdown is not an outage).
+ *
+ * Behind Sentinels, a connection that finds its primary demoted (a `READONLY` reply, a blocked read
+ * `UNBLOCKED` by the role change: a failover asked for with `SENTINEL FAILOVER`) reconnects, which
+ * asks the Sentinels for the new primary; a primary that dies drops the connection, with the same
+ * effect. On a Cluster, a command is sent to the node of its key's slot and follows the slot when
+ * it moves (a replica promoted after its primary failed).
  */
-export function openConnection(target: RedisTarget, component: RedisComponent, role: string, overrides: RedisOptions): Redis {
-  const connection = typeof target === 'string' ? new Redis(target, overrides) : new Redis({ ...target, ...overrides });
+export function openConnection(target: RedisTarget, component: RedisComponent, role: string, overrides: RedisOptions): RedisConnection {
+  const resolved = resolveTarget(target);
+  let connection: RedisConnection;
+  if (typeof resolved === 'object' && 'cluster' in resolved) {
+    connection = new Cluster([...resolved.cluster], clusterOptions(resolved.clusterOptions ?? {}, overrides));
+  } else if (typeof resolved === 'string') {
+    connection = new Redis(resolved, overrides);
+  } else {
+    connection = new Redis({ ...(resolved.sentinels === undefined ? {} : { reconnectOnError: demoted }), ...resolved, ...overrides });
+  }
   connection.on('error', () => undefined);
+  // Per-node errors of a Cluster (a node that died): the failed commands are counted where they fail.
+  connection.on('node error', () => undefined);
   // ioredis emits `close` after every failed reconnection attempt too: report the transition once.
   let up = false;
   connection.on('ready', () => {
@@ -40,6 +210,30 @@ export function openConnection(target: RedisTarget, component: RedisComponent, r
     reportConnection(component, role, closing.has(connection) ? 'closed' : 'lost');
   });
   return connection;
+}
+
+/** Sentinel: replies of a primary that has just become a replica; reconnecting finds the new primary. */
+function demoted(error: Error): boolean {
+  return error.message.startsWith('READONLY') || error.message.startsWith('UNBLOCKED');
+}
+
+/**
+ * The adapter's connection settings (written for one `Redis`) as `Cluster` options on top of the
+ * caller's: the offline queue, auto-pipelining and the reconnection backoff are the Cluster's own;
+ * the rest applies to each node's connection. A command whose node's connection closed under it
+ * may have run: ioredis would send it again to the slot's next owner, so a connection whose
+ * commands must not be sent twice (`autoResendUnfulfilledCommands: false`) turns that off.
+ */
+function clusterOptions(base: ClusterOptions, overrides: RedisOptions): ClusterOptions {
+  const { enableOfflineQueue, enableAutoPipelining, retryStrategy, ...perNode } = overrides;
+  return {
+    ...base,
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
+    ...(retryStrategy === undefined ? {} : { clusterRetryStrategy: retryStrategy }),
+    ...(perNode.autoResendUnfulfilledCommands === false ? { retryDelayOnFailover: 0 } : {}),
+    redisOptions: { ...base.redisOptions, ...perNode },
+  };
 }
 
 /**
@@ -61,7 +255,7 @@ export function subscriberOptions(maxReconnectDelay: number): RedisOptions {
 }
 
 /** Resolves once `connection` is ready (at once when it already is). */
-export function whenReady(connection: Redis): Promise<void> {
+export function whenReady(connection: RedisConnection): Promise<void> {
   if (connection.status === 'ready') return Promise.resolve();
   return new Promise<void>((resolve) => connection.once('ready', () => resolve()));
 }
@@ -72,13 +266,13 @@ export function backoff(max: number): (times: number) => number {
 }
 
 /** Drops a connection at once, on purpose (one blocked in a command that would not return): reported `closed`. */
-export function dropConnection(connection: Redis): void {
+export function dropConnection(connection: RedisConnection): void {
   closing.add(connection);
   connection.disconnect();
 }
 
 /** Closes a connection: waits for the replies still due when it is up, drops it otherwise. */
-export async function closeConnection(connection: Redis): Promise<void> {
+export async function closeConnection(connection: RedisConnection): Promise<void> {
   closing.add(connection);
   if (connection.status === 'ready') {
     try {
@@ -99,11 +293,12 @@ export function checkOptions<O extends { readonly redis: RedisTarget }>(name: st
   validOptions(`${name} options`, options, ['redis', ...known], { like: "{ redis: 'redis://127.0.0.1:6379' }" });
 }
 
+/**
+ * The `redis` option: a {@link RedisTarget}, checked before anything connects.
+ * @throws InvalidOptionError naming `redis` (or the part of it) and saying how to write it.
+ */
 export function checkTarget(value: unknown): RedisTarget {
-  if (typeof value === 'string' ? value === '' : value === null || typeof value !== 'object') {
-    throw new InvalidOptionError('redis', 'a redis:// URL or an ioredis options object', value);
-  }
-  return value as RedisTarget;
+  return resolveTarget(value);
 }
 
 export function checkName(option: string, value: unknown, fallback: string): string {
@@ -128,4 +323,38 @@ export function checkMilliseconds(option: string, value: unknown, fallback: numb
 
 export function checkCount(option: string, value: unknown, fallback: number): number {
   return value === undefined ? fallback : positiveInteger(option, value);
+}
+
+/**
+ * `{value}`: a Redis Cluster hash tag, so that keys holding it are in one slot (only the part
+ * between the first `{` and the next `}` is hashed). A `}` in `value` would end the tag early
+ * and `%` escapes it, so both are percent-encoded: distinct values stay distinct keys. An empty
+ * value would be no tag at all (`{}` hashes the whole key): it is written `{%}`, which no escaped
+ * value can be.
+ */
+export function hashTag(value: string): string {
+  return value === '' ? '{%}' : `{${value.replace(/[%}]/g, (c) => (c === '%' ? '%25' : '%7D'))}}`;
+}
+
+/**
+ * A key next to `key`, in the same Redis Cluster slot: `key` + `suffix` when `key` has a hash tag
+ * of its own, else `{key}` + `suffix` (whose tag hashes exactly like the whole of `key`).
+ * @throws InvalidOptionError naming `option` when `key` has a `}` but no hash tag (no form of it
+ *   can share its slot): the message says to give it a tag.
+ */
+export function keyBeside(option: string, key: string, suffix: string): string {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  if (close > open + 1) return `${key}${suffix}`;
+  if (!key.includes('}')) return `{${key}}${suffix}`;
+  throw new InvalidOptionError(option, 'a name whose braces, if any, enclose a Redis Cluster hash tag', key, `write e.g. "{${key.replace(/[{}]/g, '')}}" so that the keys next to it can share its slot`);
+}
+
+/**
+ * Whether `error` only says that Redis is changing hands (a failover under way, a node or the
+ * connection gone, a replica still loading): the work is redone once it has, so it is no news.
+ */
+export function isHandover(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : '';
+  return /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|UNBLOCKED|MOVED|ASK)\b/.test(message) || message === 'Connection is closed.' || message.startsWith('Too many Cluster redirections');
 }

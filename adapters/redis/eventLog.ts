@@ -1,8 +1,7 @@
-import type { Redis } from 'ioredis';
 import { encodeMessage } from '../../lib/encode.js';
 import type { MessageFrame, TopicKind } from '../../lib/frame.js';
 import { type EventLog, loggedFrame, stamp } from '../../lib/replayBuffer.js';
-import { checkCount, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
+import { checkCount, checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 import { sessionKeys } from './sessionStore.js';
 
 /** Options of {@link redisEventLogs}. */
@@ -102,7 +101,7 @@ export function redisEventLogs(options: RedisEventLogsOptions): RedisEventLogs {
 
 class RedisEventLog implements EventLog {
   constructor(
-    private readonly connection: Redis,
+    private readonly connection: RedisConnection,
     private readonly keys: { readonly record: string; readonly log: string },
     private readonly capacity: number,
     private readonly ttl: number,

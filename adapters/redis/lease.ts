@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { Redis } from 'ioredis';
 import { BehaviorSubject, exhaustMap, fromEvent, merge, timer, type Observable, type Subscription } from 'rxjs';
-import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce } from './connection.js';
+import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisConnection, type RedisTarget, sentOnce } from './connection.js';
 
 /** Options of {@link RedisLease}. */
 export interface RedisLeaseOptions {
@@ -68,7 +67,7 @@ export class RedisLease {
   /** `true` while this contender holds the lease; emits the current value on subscribe, then each change; completes on `close()`. */
   readonly held$: Observable<boolean>;
   readonly #held = new BehaviorSubject(false);
-  readonly #connection: Redis;
+  readonly #connection: RedisConnection;
   readonly #period: number;
   readonly #attempts: Subscription;
   /** `performance.now()` before which Redis will not hand the lease to anyone else. */

@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis';
 import { Subject, type Subscription, timer } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { isCloseReason, type CloseReason } from '../../lib/frame.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
-import { checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, subscriberOptions } from './connection.js';
+import { checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, hashTag, openConnection, type RedisConnection, type RedisTarget, sentOnce, subscriberOptions } from './connection.js';
 
 /** Options of {@link RedisPrincipalCap}. */
 export interface RedisPrincipalCapOptions {
@@ -41,29 +40,38 @@ interface Entry {
   readonly principal: string;
   readonly streamId: string;
   readonly signal: Subject<CloseReason>;
-  /** Redis score (server time in µs) once recorded; kept to re-record in the same order after an outage. */
+  /** Redis score (server time in µs) once recorded (`''` until then); kept to re-record in the same order after an outage. */
   score: string;
   live: boolean;
 }
 
+// The keys of one principal share its Redis Cluster slot (a hash tag of the principal): its
+// sorted set of streams and the hash of the heartbeats of the nodes that hold them.
+// Heartbeats are expiry times in server milliseconds, compared to TIME inside the scripts.
+
 // Records one admission and applies the cap to the principal's streams fleet-wide, atomically.
-// KEYS[1] principal's sorted set. ARGV: nodeId, member, score ('' = now), cap, heartbeat ttl, prefix.
-// Score = Redis server time in microseconds, exact as a string (Lua's tostring would round it):
-// the oldest stream anywhere has the lowest score. Members of nodes without a heartbeat are dead
-// and dropped first. Victims on other nodes are told on their node's channel; all are returned.
+// KEYS: the principal's sorted set, its heartbeat hash. ARGV: nodeId, member, score ('' = now),
+// cap, heartbeat ttl. Score = Redis server time in microseconds, exact as a string (Lua's tostring
+// would round it): the oldest stream anywhere has the lowest score. Members of nodes whose
+// heartbeat expired are dead and dropped first. Victims on other nodes are told on their node's
+// channel (ARGV[6] .. nodeId); all are returned.
 const RECORD = `
-local zset, node, member, score = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-local cap, ttl, prefix = tonumber(ARGV[4]), ARGV[5], ARGV[6]
-redis.call('SET', prefix .. ':node:' .. node, '1', 'PX', ttl)
-if score == '' then
-  local now = redis.call('TIME')
-  score = now[1] .. string.rep('0', 6 - #now[2]) .. now[2]
-end
+local zset, beats = KEYS[1], KEYS[2]
+local node, member, score = ARGV[1], ARGV[2], ARGV[3]
+local cap, ttl, channel = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('HSET', beats, node, string.format('%.0f', now + ttl))
+if score == '' then score = time[1] .. string.rep('0', 6 - #time[2]) .. time[2] end
 redis.call('ZADD', zset, 'NX', score, member)
 local alive = {}
 for _, m in ipairs(redis.call('ZRANGE', zset, 0, -1)) do
   local n = string.match(m, '^(.*):[^:]*$')
-  if alive[n] == nil then alive[n] = redis.call('EXISTS', prefix .. ':node:' .. n) == 1 end
+  if alive[n] == nil then
+    local expires = tonumber(redis.call('HGET', beats, n))
+    alive[n] = expires ~= nil and expires > now
+    if not alive[n] then redis.call('HDEL', beats, n) end
+  end
   if not alive[n] then redis.call('ZREM', zset, m) end
 end
 local victims = {}
@@ -73,11 +81,33 @@ if over > 0 then
   redis.call('ZREM', zset, unpack(victims))
   for _, m in ipairs(victims) do
     local n, id = string.match(m, '^(.*):([^:]*)$')
-    if n ~= node then redis.call('PUBLISH', prefix .. ':supersede:' .. n, id) end
+    if n ~= node then redis.call('PUBLISH', channel .. n, id) end
   end
 end
 redis.call('PEXPIRE', zset, ttl)
+redis.call('PEXPIRE', beats, ttl)
 return {score, victims}`;
+
+// One node's heartbeat for one principal: renews its entry and both keys' expiry, and returns how
+// many of the node's members (ARGV[3]…) the set still holds, so that the node records again what
+// Redis lost (a failover to a replica that had not received it yet).
+// KEYS: the principal's sorted set, its heartbeat hash. ARGV: nodeId, heartbeat ttl, members.
+const BEAT = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('HSET', KEYS[2], ARGV[1], string.format('%.0f', now + tonumber(ARGV[2])))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+local held = 0
+for i = 3, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then held = held + 1 end
+end
+return held`;
+
+type CapCommands = RedisConnection & {
+  mcpRxCapRecord(set: string, beats: string, nodeId: string, member: string, score: string, cap: number, ttl: number, channel: string): Promise<[string, string[]]>;
+  mcpRxCapBeat(set: string, beats: string, nodeId: string, ttl: number, ...members: string[]): Promise<number>;
+};
 
 /**
  * The per-principal cap with supersede (DESIGN M8) across a fleet: a principal's third listen on
@@ -90,14 +120,18 @@ return {score, victims}`;
  * the members of dead nodes and removes the oldest members beyond the cap, telling their nodes on
  * pub/sub; those streams close with reason `superseded`. `release()` removes the member.
  *
- * What does not count forever: each node keeps a heartbeat key alive (every `heartbeatTtl / 3`)
- * and refreshes the expiry of the sets it has members in; a dead node's members are dropped at
- * the principal's next admission once its heartbeat expired, and a set nobody refreshes expires.
- * While Redis is unreachable the cap is per node; on reconnecting a node re-records its live
- * streams (in their original order) and retries the removals that failed, so the fleet-wide
- * count converges again (superseding the oldest if the outage let a principal exceed the cap).
+ * What does not count forever: every `heartbeatTtl / 3` a node renews its heartbeat in each
+ * principal it has streams of (a hash next to the principal's set) and the expiry of both; a dead
+ * node's members are dropped at the principal's next admission once its heartbeat there expired,
+ * and keys nobody refreshes expire. While Redis is unreachable the cap is per node; once Redis
+ * answers again (a reconnection, or the next heartbeat when a Cluster moved the principal's slot
+ * to a promoted replica) a node re-records its live streams (in their original order) and retries
+ * the removals that failed, so the fleet-wide count converges again (superseding the oldest if
+ * the outage let a principal exceed the cap). A heartbeat also notices members Redis lost (a
+ * failover to a replica that had not received them) and records them again.
  *
- * Not for Redis Cluster: the script touches keys it does not declare (the nodes' heartbeats).
+ * On a Redis Cluster the keys of one principal share a slot (`<prefix>:principal:{<principal>}`
+ * and `…:nodes`), and the scripts declare every key they touch.
  *
  * @example
  * const principals = new RedisPrincipalCap({ redis: 'redis://10.0.0.5:6379', maxPerPrincipal: 4 });
@@ -115,13 +149,15 @@ export class RedisPrincipalCap implements PrincipalCap {
   readonly nodeId: string;
   readonly #prefix: string;
   readonly #heartbeatTtl: number;
-  readonly #commands: Redis;
-  readonly #subscriber: Redis;
+  readonly #commands: CapCommands;
+  readonly #subscriber: RedisConnection;
   /** Live local entries per principal, oldest first. */
   readonly #streams = new Map<string, Entry[]>();
   readonly #byId = new Map<string, Entry>();
-  /** Members whose removal failed, by set key: retried after reconnecting. */
+  /** Members whose removal failed, by principal: retried once Redis answers again. */
   readonly #pendingRemovals = new Map<string, Set<string>>();
+  /** Some admission could not be recorded: every live stream is recorded again once Redis answers. */
+  #unrecorded = false;
   readonly #heartbeat: Subscription;
   #nextId = 0;
   #stats = { recorded: 0, superseded: 0, revoked: 0, failures: 0 };
@@ -136,10 +172,13 @@ export class RedisPrincipalCap implements PrincipalCap {
     this.#prefix = checkName('prefix', options.prefix, 'mcp-rx-streams:cap');
     this.#heartbeatTtl = checkMilliseconds('heartbeatTtl', options.heartbeatTtl, 10_000, 30);
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
-    this.#commands = openConnection(redis, 'principals', 'commands', {
+    const commands = openConnection(redis, 'principals', 'commands', {
       // Failed work is redone from local state after reconnecting, never replayed from a queue.
       ...sentOnce(undefined, maxReconnectDelay),
     });
+    commands.defineCommand('mcpRxCapRecord', { numberOfKeys: 2, lua: RECORD });
+    commands.defineCommand('mcpRxCapBeat', { numberOfKeys: 2, lua: BEAT });
+    this.#commands = commands as CapCommands;
     this.#subscriber = openConnection(redis, 'principals', 'subscriber', subscriberOptions(maxReconnectDelay));
     const channel = `${this.#prefix}:supersede:${this.nodeId}`;
     const revocations = this.#revokeChannel();
@@ -214,22 +253,27 @@ export class RedisPrincipalCap implements PrincipalCap {
   }
 
   /**
-   * Stops heartbeats, forgets this node's heartbeat (its remaining members stop counting at the
-   * principals' next admission) and closes the connections; idempotent. Call after the endpoint
-   * has closed its streams, so their releases are sent first.
+   * Stops heartbeats, forgets this node's heartbeat in the principals it still has members of (they
+   * stop counting at the principals' next admission) and closes the connections; idempotent. Call
+   * after the endpoint has closed its streams, so their releases are sent first.
    */
   close(): Promise<void> {
     return (this.#closing ??= (async () => {
       this.#heartbeat.unsubscribe();
-      if (this.#commands.status === 'ready') await this.#commands.del(this.#nodeKey()).catch(() => undefined);
+      if (this.#commands.status === 'ready') {
+        const principals = new Set([...this.#streams.keys(), ...this.#pendingRemovals.keys()]);
+        await Promise.all([...principals].map((principal) => this.#commands.hdel(this.#beatsKey(principal), this.nodeId).catch(() => undefined)));
+      }
       await Promise.all([closeConnection(this.#commands), closeConnection(this.#subscriber)]);
     })());
   }
 
   #record(entry: Entry): void {
-    if (this.#closing !== undefined || this.#commands.status !== 'ready') return void this.#stats.failures++;
-    const args = [this.nodeId, this.#member(entry), entry.score, this.maxPerPrincipal, this.#heartbeatTtl, this.#prefix];
-    (this.#commands.eval(RECORD, 1, this.#setKey(entry.principal), ...args) as Promise<[string, string[]]>).then(
+    if (this.#closing !== undefined) return void this.#stats.failures++;
+    if (this.#commands.status !== 'ready') return this.#unrecordable();
+    const { principal } = entry;
+    const channel = `${this.#prefix}:supersede:`;
+    this.#commands.mcpRxCapRecord(this.#setKey(principal), this.#beatsKey(principal), this.nodeId, this.#member(entry), entry.score, this.maxPerPrincipal, this.#heartbeatTtl, channel).then(
       ([score, victims]) => {
         this.#stats.recorded++;
         if (entry.score === '') entry.score = score;
@@ -238,8 +282,13 @@ export class RedisPrincipalCap implements PrincipalCap {
           if (member.slice(0, colon) === this.nodeId) this.#supersede(this.#byId.get(member.slice(colon + 1)));
         }
       },
-      () => void this.#stats.failures++,
+      () => this.#unrecordable(),
     );
+  }
+
+  #unrecordable(): void {
+    this.#stats.failures++;
+    this.#unrecorded = true;
   }
 
   #supersede(entry: Entry | undefined): void {
@@ -292,41 +341,59 @@ export class RedisPrincipalCap implements PrincipalCap {
       if (at >= 0) list.splice(at, 1);
       if (list.length === 0) this.#streams.delete(entry.principal);
     }
-    this.#remove(this.#setKey(entry.principal), this.#member(entry));
+    this.#remove(entry.principal, this.#member(entry));
   }
 
-  #remove(key: string, member: string): void {
+  #remove(principal: string, member: string): void {
     const failed = () => {
       this.#stats.failures++;
-      let members = this.#pendingRemovals.get(key);
-      if (members === undefined) this.#pendingRemovals.set(key, (members = new Set()));
+      let members = this.#pendingRemovals.get(principal);
+      if (members === undefined) this.#pendingRemovals.set(principal, (members = new Set()));
       members.add(member);
     };
     if (this.#commands.status !== 'ready') return failed();
-    this.#commands.zrem(key, member).then(() => undefined, failed);
+    this.#commands.zrem(this.#setKey(principal), member).then(() => undefined, failed);
   }
 
+  /** Redoes what failed: the removals, and the records of every live stream (in their order). */
   #resync(): void {
     if (this.#closing !== undefined) return;
+    this.#unrecorded = false;
     const removals = [...this.#pendingRemovals];
     this.#pendingRemovals.clear();
-    for (const [key, members] of removals) for (const member of members) this.#remove(key, member);
+    for (const [principal, members] of removals) for (const member of members) this.#remove(principal, member);
     for (const list of this.#streams.values()) for (const entry of [...list]) this.#record(entry);
   }
 
+  /**
+   * Renews this node's heartbeat in each principal it has streams of. Also where failed work is
+   * redone when no reconnection announces that Redis answers again (a Cluster whose failed
+   * primary's replica took over its slots: the Cluster connection itself stayed up).
+   */
   #beat(): void {
     if (this.#commands.status !== 'ready') return;
-    const pipeline = this.#commands.pipeline().set(this.#nodeKey(), '1', 'PX', this.#heartbeatTtl);
-    for (const principal of this.#streams.keys()) pipeline.pexpire(this.#setKey(principal), this.#heartbeatTtl);
-    pipeline.exec().catch(() => void this.#stats.failures++);
+    if (this.#unrecorded || this.#pendingRemovals.size > 0) this.#resync();
+    for (const [principal, list] of this.#streams) {
+      // Only those Redis has acknowledged: a record still on its way is not missing.
+      const recorded = list.filter((entry) => entry.score !== '');
+      const members = recorded.map((entry) => this.#member(entry));
+      this.#commands.mcpRxCapBeat(this.#setKey(principal), this.#beatsKey(principal), this.nodeId, this.#heartbeatTtl, ...members).then(
+        (held) => {
+          // Redis lost some of them (a failover): record them again, with their scores, if still live.
+          if (held < members.length) for (const entry of recorded) if (entry.live) this.#record(entry);
+        },
+        () => void this.#stats.failures++,
+      );
+    }
   }
 
   #setKey(principal: string): string {
-    return `${this.#prefix}:principal:${principal}`;
+    return `${this.#prefix}:principal:${hashTag(principal)}`;
   }
 
-  #nodeKey(): string {
-    return `${this.#prefix}:node:${this.nodeId}`;
+  /** The heartbeats of the nodes holding streams of `principal`: in its set's slot. */
+  #beatsKey(principal: string): string {
+    return `${this.#setKey(principal)}:nodes`;
   }
 
   #member(entry: Entry): string {

@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis';
 import { BehaviorSubject, distinctUntilChanged, type Observable } from 'rxjs';
 import { isCloseReason } from '../../lib/frame.js';
 import type { SessionBus, SessionCommand } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
-import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady, subscriberOptions } from './connection.js';
+import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady, subscriberOptions } from './connection.js';
 import { tryParseJson } from '../../lib/jsonrpc.js';
 
 /** Options of {@link RedisSessionBus}. */
@@ -65,8 +64,8 @@ export class RedisSessionBus implements SessionBus {
   readonly channel: string;
   /** `true` while the subscriber connection is up; emits the current value on subscribe, then each change; completes on `close()`. */
   readonly connected$: Observable<boolean>;
-  readonly #publisher: Redis;
-  readonly #subscriber: Redis;
+  readonly #publisher: RedisConnection;
+  readonly #subscriber: RedisConnection;
   readonly #prefix: string;
   readonly #deliverers = new Set<(sessionId: string, command: SessionCommand) => void>();
   readonly #subscribed: Promise<unknown>;

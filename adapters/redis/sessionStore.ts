@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { SessionChanges, SessionRecord, SessionStore } from '../../lib/session.js';
-import { checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
+import { checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 
 /** Options of {@link RedisSessionStore}. */
 export interface RedisSessionStoreOptions {
@@ -73,7 +72,7 @@ export class RedisSessionStore implements SessionStore {
   readonly prefix: string;
   /** Milliseconds a record outlives its last update. */
   readonly ttl: number;
-  readonly #connection: Redis;
+  readonly #connection: RedisConnection;
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisSessionStoreOptions) {

@@ -12,7 +12,9 @@ const suite = redisForSuite(test);
 
 let prefixes = 0;
 const freshPrefix = () => `cap${prefixes++}`;
-const members = (prefix: string, principal: string) => suite.raw.zrange(`${prefix}:principal:${principal}`, '0', '-1');
+const members = (prefix: string, principal: string) => suite.raw.zrange(`${prefix}:principal:{${principal}}`, '0', '-1');
+// The heartbeats of the nodes holding streams of a principal, next to its set (one Cluster slot).
+const beats = (prefix: string, principal: string) => `${prefix}:principal:{${principal}}:nodes`;
 const byHeader = (request: EndpointRequest) => ({ principal: request.header('x-principal') ?? 'anon', scopes: new Set<string>() });
 
 const frame = (json: string) => `event: message\ndata: ${json}\n\n`;
@@ -67,8 +69,9 @@ test("a dead node's streams stop counting (no heartbeat); a live node's count", 
     // Two streams of node "ghost", admitted later than anything on B (higher scores): if they
     // count, B's first stream is the oldest beyond the cap.
     const future = String((Date.now() + 60_000) * 1000);
-    await suite.raw.zadd(`${prefix}:principal:p`, future, 'ghost:0', future + 1, 'ghost:1');
-    if (ghostAlive) await suite.raw.set(`${prefix}:node:ghost`, '1', 'PX', 60_000);
+    await suite.raw.zadd(`${prefix}:principal:{p}`, future, 'ghost:0', future + 1, 'ghost:1');
+    // A heartbeat is the node's expiry time in Redis server milliseconds.
+    if (ghostAlive) await suite.raw.hset(beats(prefix, 'p'), 'ghost', String(Date.now() + 60_000));
     const cap = new RedisPrincipalCap({ redis: suite.server.url, nodeId: 'B', prefix, maxPerPrincipal: 2 });
     try {
       const superseded: number[] = [];
@@ -108,7 +111,7 @@ test('Redis down: the cap holds per node at once; after the restart the fleet-wi
     // heartbeat; the removals that failed are retried and remove nothing.
     await eventually(() => cap.stats.recorded === 2, 3000, 'the live stream to be recorded again');
     assert.deepEqual(await members(prefix, 'p'), ['A:2']);
-    assert.equal(await suite.raw.exists(`${prefix}:node:A`), 1);
+    assert.equal(await suite.raw.hexists(beats(prefix, 'p'), 'A'), 1);
     third.release();
     await eventually(() => cap.size === 0, 1000, 'no principal left');
   } finally {
