@@ -125,10 +125,8 @@ const keptPlans = new WeakMap<object, { readonly shutdown$: Observable<unknown> 
  * @throws InvalidOptionError synchronously when an option is invalid (DESIGN M13).
  */
 export function listenStream(init: ListenStreamInit): Observable<Frame> {
-  object<ListenStreamInit>('listenStream init', init, 'an object like { requestId, filter, hub }');
-  // Piped onto `notifications`, the stages fuse at assembly and the first one is registered on the
-  // hub's topics directly: no subscriber in between.
-  return notifications(init.hub, init.filter, init.scopes).pipe(listenPipeline(init));
+  const stream = listenValues(object<ListenStreamInit>('listenStream init', init, 'an object like { requestId, filter, hub }'));
+  return listenStreamOf(init.hub, plansOf(init.options, stream.shutdown$, init.scheduler), stream, init.scopes);
 }
 
 /**
@@ -229,7 +227,7 @@ function listenValues(init: ListenPipelineInit): ListenValues {
 
 /**
  * The stages of one listen stream: the operators' own, in the order of the composition, each given
- * its share of the plans and its stream's values. What the endpoint serves (`servedListen`) and
+ * its share of the plans and its stream's values. What the endpoint serves (`listenStreamOf`) and
  * what {@link listenPipeline} runs.
  * @internal
  */
@@ -247,11 +245,12 @@ export function listenStages(plans: ListenPlans, stream: ListenValues): Stage<an
 }
 
 /**
- * The stream an endpoint serves for one listen: its topics' notifications through
- * {@link listenStages}, the plans made once for every stream of the endpoint, the values valid
- * already. @internal
+ * The stream of one listen: its topics' notifications through {@link listenStages}, from plans
+ * made already (once per endpoint) and values checked already. What {@link listenStream} returns
+ * and what the endpoint serves: piped onto `notifications`, the stages fuse at assembly and the
+ * first one is registered on the hub's topics directly, no subscriber in between. @internal
  */
-export function servedListen(hub: Hub, plans: ListenPlans, stream: ListenValues, scopes: ReadonlySet<string> | undefined): Observable<Frame> {
+export function listenStreamOf(hub: Hub, plans: ListenPlans, stream: ListenValues, scopes: ReadonlySet<string> | undefined): Observable<Frame> {
   return notifications(hub, stream.filter, scopes).pipe(stageOperator<MessageFrame, Frame>(() => listenStages(plans, stream)));
 }
 
@@ -261,7 +260,7 @@ export function servedListen(hub: Hub, plans: ListenPlans, stream: ListenValues,
  * the same stages as a served stream's (ack, tag, telemetry with stop reason `empty_filter`). It
  * registers nothing and holds no time. @internal
  */
-export function completedListen(plans: ListenPlans, stream: ListenValues): Observable<Frame> {
+export function completedListenStream(plans: ListenPlans, stream: ListenValues): Observable<Frame> {
   const ended: StreamEnd = { reason: 'empty_filter', failed: false, lastNotificationAt: undefined };
   return from(listenClosingFrames(stream.requestId, 'result-only', 'empty_filter')).pipe(
     stageOperator<Frame, Frame>(() => [

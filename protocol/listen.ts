@@ -6,7 +6,7 @@ import { authorizeListenFilter, filterNames, type ListenFilter, parseListenFilte
 import { isCloseReason, type CloseReason, type Frame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../lib/jsonrpc.js';
-import { completedListen, type ListenPlans, servedListen } from '../operators/listenPipeline.js';
+import { completedListenStream, type ListenPlans, listenStreamOf } from '../operators/listenPipeline.js';
 import type { Admission, PrincipalCap } from '../lib/principals.js';
 import { isShared, type SharedSlots, type Slot, type StreamSlots } from '../lib/slots.js';
 import { channels, reportError, type ListenTrace } from '../lib/telemetry.js';
@@ -165,7 +165,7 @@ export class ListenStreams {
       // Nothing honoured and nothing to hold: the empty acknowledgment and the result, no slot kept.
       pending.abandon();
       const watcher = trace === undefined ? undefined : traceWatcher(trace);
-      return { kind: 'stream', open: () => completedListen(plans, { requestId: id, filter: authorized, watcher }), abandon: trace === undefined ? noop : () => traceAbandoned(trace) };
+      return { kind: 'stream', open: () => completedListenStream(plans, { requestId: id, filter: authorized, watcher }), abandon: trace === undefined ? noop : () => traceAbandoned(trace) };
     }
     const lease = held.length === 0 ? undefined : this.#init.feeds.lease(held);
     return this.#listenResponse(id, authorized, context.auth, pending, lease, plans, trace);
@@ -231,7 +231,7 @@ export class ListenStreams {
         // an object rather than a closure, so that an open stream holds none of this scope. It is
         // also the stream's entry among the open ones, told the stream's state by its telemetry stage.
         const entry = new OpenListen(this.#open, this.#serial++, principal, admission, slot, lease, trace);
-        const stream = servedListen(hub, plans, { requestId: id, filter, expiresAt, supersede$: late ?? admission.superseded$, demand$, watcher: entry }, scopes);
+        const stream = listenStreamOf(hub, plans, { requestId: id, filter, expiresAt, supersede$: late ?? admission.superseded$, demand$, watcher: entry }, scopes);
         stream.subscribe(subscriber);
         late?.next(pending.reason);
         return entry;
