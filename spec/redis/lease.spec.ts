@@ -82,6 +82,39 @@ test('a holder cut off from Redis gives the lease up before it can expire, and s
   }
 });
 
+test("the holders' state: what a holder saves, the next one reads; a contender that does not hold the lease cannot write over it", async () => {
+  const key = freshKey();
+  const stateKey = `{${key}}:state`;
+  const [a, b] = ['a', 'b'].map((nodeId) => new RedisLease({ redis: suite.server.url, key, nodeId, ttl: TTL }));
+  let c: RedisLease | undefined;
+  try {
+    await eventually(() => holders([a!, b!]).length === 1, 2000, 'a holder');
+    const [holder, next] = a!.held ? [a!, b!] : [b!, a!];
+    assert.equal(await holder.state(), undefined, 'nothing saved yet');
+    holder.saveState([['one', '1'], ['two', '2'], ['three', '3']]);
+    holder.saveState([['two', null], ['three', '3b']]);
+    assert.deepEqual(await holder.state(), new Map([['one', '1'], ['three', '3b']]), 'its own saves first');
+    assert.equal(await suite.raw.hget(stateKey, 'one'), '1', "beside the lease's key, in its hash slot");
+    assert.ok((await suite.raw.pttl(stateKey)) > 3_600_000, 'kept long after the lease');
+    holder.saveState([['four', '4']]);
+    await holder.close();
+    await eventually(() => next.held, 2000, 'the next holder');
+    assert.deepEqual(await next.state(), new Map([['one', '1'], ['three', '3b'], ['four', '4']]), 'saved before the release');
+    // A contender that does not hold the lease: its entries are refused, and dropped.
+    c = new RedisLease({ redis: suite.server.url, key, nodeId: 'c', ttl: TTL });
+    c.saveState([['one', 'from c']]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(await c.state(), new Map([['one', '1'], ['three', '3b'], ['four', '4']]));
+    next.saveState([['five', '5']]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal((await c.state())?.get('five'), '5', "the holder's are taken");
+    await suite.raw.del(stateKey);
+    assert.equal(await next.state(), undefined, 'lost with Redis: none');
+  } finally {
+    await Promise.all([a!.close(), b!.close(), c?.close()]);
+  }
+});
+
 test('held$ replays the current value, completes on close; options are validated', async () => {
   const lease = new RedisLease({ redis: suite.server.url, key: freshKey(), ttl: TTL });
   try {
