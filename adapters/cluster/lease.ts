@@ -7,12 +7,18 @@ import type { WorkerLink } from './link.js';
  * the moment the holder dies (its IPC channel closes: no expiry to wait for) or lets go (`close`).
  * With a fleet beyond the machine (the primary's lease on Redis), a worker holds it only while its
  * machine does.
+ *
+ * Its holders hand a state over to each other (what the last one did, for the next to carry on):
+ * the holder merges entries into it with {@link ClusterLease.saveState} (kept by the primary, or
+ * beside the fleet's lease in Redis), and the grant brings the next holder the state as it was
+ * left, read with {@link ClusterLease.state}.
  * @internal
  */
 export class ClusterLease {
   /** `true` while this worker holds the lease; emits the current value on subscribe, then each change; completes on `close()`. */
   readonly held$: Observable<boolean>;
   readonly #held = new BehaviorSubject(false);
+  #state: ReadonlyMap<string, string> | undefined;
   #closed = false;
 
   constructor(
@@ -30,9 +36,24 @@ export class ClusterLease {
     return this.#held.value;
   }
 
+  /**
+   * The state the holders before this one left, as the grant brought it; `undefined` when none
+   * was ever saved (or this worker does not hold the lease).
+   */
+  state(): Promise<ReadonlyMap<string, string> | undefined> {
+    return Promise.resolve(this.#held.value ? this.#state : undefined);
+  }
+
+  /** Merges `entries` into the holders' state (`null`: delete); ignored by the primary unless this worker holds the lease. */
+  saveState(entries: Iterable<readonly [string, string | null]>): void {
+    if (!this.#closed) this.link.send({ k: 'leaseState', key: this.key, s: [...entries] });
+  }
+
   /** @internal */
-  set(held: boolean): void {
-    if (!this.#closed) this.#held.next(held);
+  set(held: boolean, state?: readonly (readonly [string, string])[] | null): void {
+    if (this.#closed) return;
+    this.#state = held && state ? new Map(state) : undefined;
+    this.#held.next(held);
   }
 
   /** Stops contending and lets the lease go if held (`held$` emits `false`, then completes); idempotent. */

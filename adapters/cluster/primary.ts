@@ -303,6 +303,8 @@ export class Primary implements ClusterPrimary {
         return this.#cap.unadmit(member, message.s);
       case 'lease':
         return message.join ? this.#leases.join(member, message.key) : this.#leases.leave(member, message.key);
+      case 'leaseState':
+        return this.#leases.save(member, message.key, message.s);
     }
   }
 

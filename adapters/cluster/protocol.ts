@@ -73,7 +73,9 @@ export type WorkerMessage =
   | { readonly k: 'admit'; readonly s: number; readonly p: string }
   | { readonly k: 'unadmit'; readonly s: number }
   /** Joins (or leaves) the contenders of a lease. */
-  | { readonly k: 'lease'; readonly key: string; readonly join: boolean };
+  | { readonly k: 'lease'; readonly key: string; readonly join: boolean }
+  /** The holder of a lease merges entries into its handover state (`null`: delete). */
+  | { readonly k: 'leaseState'; readonly key: string; readonly s: readonly (readonly [string, string | null])[] };
 
 /** What the primary sends a worker. @internal */
 export type PrimaryMessage =
@@ -84,7 +86,8 @@ export type PrimaryMessage =
   /** Admitted stream `s` must end: superseded, or `r` (a revoke's reason). */
   | { readonly k: 'supersede'; readonly s: number; readonly r?: string }
   | { readonly k: 'session'; readonly sid: string; readonly c: SessionCommand }
-  | { readonly k: 'lease'; readonly key: string; readonly held: boolean };
+  /** Whether the worker holds the lease; when it does, the handover state its last holder left (`null`: none). */
+  | { readonly k: 'lease'; readonly key: string; readonly held: boolean; readonly state?: readonly (readonly [string, string])[] | null };
 
 /** The messages of one batch, as they travel. @internal */
 export type Envelope<M> = { readonly [ENVELOPE]: readonly M[] };

@@ -122,7 +122,7 @@ export async function joinCluster(port: WorkerPort, options: Required<ClusterWor
     sessionBus: new ClusterSessionBus(link, nodeId),
   });
   const leases = new Map<string, ClusterLease>();
-  link.on('lease', ({ key, held }) => leases.get(key)?.set(held));
+  link.on('lease', ({ key, held, state }) => leases.get(key)?.set(held, state));
   return {
     nodeId,
     bus: new ClusterBus(link),
