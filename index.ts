@@ -36,8 +36,10 @@ export { StreamSlots } from './lib/slots.js';
 export type { SharedSlots, Slot } from './lib/slots.js';
 export { PrincipalRegistry } from './lib/principals.js';
 export type { Admission, PrincipalCap } from './lib/principals.js';
-export { addressBucket, anonymous, AuthError } from './lib/auth.js';
-export type { AuthInfo } from './lib/auth.js';
+export { addressBucket, anonymous, AuthError, AuthUnavailableError } from './lib/auth.js';
+export type { AuthInfo, BearerChallenge, CredentialRecheck } from './lib/auth.js';
+export { protectResource, WELL_KNOWN_RESOURCE_PATH } from './lib/protectedResource.js';
+export type { ProtectedResource } from './lib/protectedResource.js';
 
 /* Legacy era: session store, resource providers, replay */
 export { MemorySessionStore } from './lib/session.js';

@@ -9,31 +9,118 @@ export interface AuthInfo {
   readonly scopes: ReadonlySet<string>;
   /** When the credential expires, in milliseconds since the epoch; a listen stream closes then (`token_expired`). */
   readonly expiresAt?: number;
+  /**
+   * How a stream opened with this credential learns that it was revoked before it expires (an
+   * opaque token asked about by introspection, RFC 7662). Leave it out for a credential that is
+   * good until `expiresAt` (a signed JWT). Give the same object for every request that carries
+   * the same credential: its streams are then checked together, once per interval.
+   */
+  readonly recheck?: CredentialRecheck;
 }
 
 /**
- * Thrown by an `authenticate` hook to refuse a request: answered with HTTP 401, its message in
- * the JSON-RPC error (`unauthorized: <message>`) and `challenge` as `WWW-Authenticate`.
+ * Asks again, while streams opened with a credential are open, whether it is still good: every
+ * `interval` milliseconds on the endpoint's clock (its `scheduler`), from the first such stream
+ * on, the endpoint calls `active()`. `false` ends the credential's streams with their closing
+ * frames, reason `revoked` (`token_expired` once past its `expiresAt`), in both eras and on every
+ * transport; a rejection keeps them (the authorization server did not answer: reported on
+ * `channels.error`, asked again at the next interval).
+ *
+ * @example
+ * // What `introspection` (mcp-rx-streams/auth) gives each opaque token.
+ * const recheck: CredentialRecheck = { interval: 60_000, active: async () => (await introspect(token)).active === true };
+ * @see AuthInfo
+ */
+export interface CredentialRecheck {
+  /** Milliseconds between two checks; a positive integer. */
+  readonly interval: number;
+  /** Whether the credential is still active (not revoked). */
+  active(): Promise<boolean>;
+}
+
+/**
+ * What a refused bearer token is told in the `WWW-Authenticate` challenge (RFC 6750 §3, MCP
+ * authorization): the error code when a token was sent, and the scopes the request needs.
+ */
+export interface BearerChallenge {
+  /**
+   * `invalid_token`: a token was sent, and it is expired, revoked, for another audience, from
+   * another issuer, or badly signed (HTTP 401); `insufficient_scope`: a good token that lacks a
+   * scope the request needs (HTTP 403, the client may step up); `invalid_request`: the request
+   * itself is malformed (HTTP 401). Leave it out when no token was sent (RFC 6750 §3.1: "the
+   * resource server SHOULD NOT include an error code").
+   */
+  readonly error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+  /** The scopes the request needs (the challenge's `scope`); defaults to the protected resource's `requiredScopes`. */
+  readonly scope?: readonly string[];
+}
+
+/**
+ * Thrown by an `authenticate` hook to refuse a request: answered with HTTP 401 (403 for
+ * `insufficient_scope`), its message in the JSON-RPC error (`unauthorized: <message>`) and a
+ * `WWW-Authenticate` challenge.
+ *
+ * Give the challenge as a {@link BearerChallenge} (the default, `{}`) and the endpoint writes it:
+ * `Bearer`, then, when the hook names the resource it protects (`protectedResource`, as the
+ * authenticators of `mcp-rx-streams/auth` do), `resource_metadata="<its RFC 9728 metadata URL>"`,
+ * the `error` with the message as `error_description`, and the `scope` the request needs. Give it
+ * as a string and that string is sent as it is.
  *
  * @example
  * authenticate: (request) => {
  *   if (request.header('authorization') === undefined) throw new AuthError('a bearer token is required');
+ *   if (!isValid(request.header('authorization'))) throw new AuthError('the token has expired', { error: 'invalid_token' });
  *   return verify(request.header('authorization'));
  * }
+ * @param message what is wrong, a sentence the client reads (no token, no principal in it).
+ * @param challenge a {@link BearerChallenge}, or the whole `WWW-Authenticate` value; defaults to `{}` (`Bearer`).
  */
 export class AuthError extends McpRxError {
   override readonly name = 'AuthError';
   /** Stable machine-readable code. */
   override readonly code = 'ERR_MCP_RX_UNAUTHORIZED';
-  /** The `WWW-Authenticate` challenge. */
-  override readonly info: { readonly challenge: string };
-  /** Value of the `WWW-Authenticate` response header; defaults to `Bearer`. */
+  /** The `WWW-Authenticate` challenge, and the bearer error it reports (when given as one). */
+  override readonly info: { readonly challenge: string; readonly bearer?: BearerChallenge };
+  /** Value of the `WWW-Authenticate` response header without the endpoint's additions: `Bearer`, `Bearer error="invalid_token"`, or the string given. */
   readonly challenge: string;
+  /** The challenge as given, when it was a {@link BearerChallenge}: the endpoint completes it (`resource_metadata`, `scope`). */
+  readonly bearer: BearerChallenge | undefined;
 
-  constructor(message: string, challenge = 'Bearer') {
+  constructor(message: string, challenge: string | BearerChallenge = {}) {
     super(message);
-    this.challenge = challenge;
-    this.info = { challenge };
+    if (typeof challenge === 'string') {
+      this.challenge = challenge;
+      this.bearer = undefined;
+      this.info = { challenge };
+    } else {
+      this.bearer = challenge;
+      this.challenge = challenge.error === undefined ? 'Bearer' : `Bearer error="${challenge.error}"`;
+      this.info = { challenge: this.challenge, bearer: challenge };
+    }
+  }
+}
+
+/**
+ * Thrown by an `authenticate` hook that cannot check a credential now (its authorization server
+ * does not answer in time, its keys cannot be fetched): answered like a full server, HTTP 503 with
+ * JSON-RPC `-32000`, `Retry-After` and `error.data.retryAfterMs`, so that the client tries again
+ * later instead of asking its authorization server for a new token.
+ *
+ * @example
+ * throw new AuthUnavailableError('the authorization server did not answer within 1000 ms', 5_000);
+ * @param message what failed (no token in it).
+ * @param retryAfterMs when to try again, in milliseconds; defaults to 5 000.
+ */
+export class AuthUnavailableError extends McpRxError {
+  override readonly name = 'AuthUnavailableError';
+  /** Stable machine-readable code. */
+  override readonly code = 'ERR_MCP_RX_AUTH_UNAVAILABLE';
+  /** When the client may try again, in milliseconds. */
+  override readonly info: { readonly retryAfterMs: number };
+
+  constructor(message: string, retryAfterMs = 5_000, options?: ErrorOptions) {
+    super(message, options);
+    this.info = { retryAfterMs };
   }
 }
 

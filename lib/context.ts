@@ -17,6 +17,12 @@ export interface EndpointRequest {
   readonly remoteAddress: string | undefined;
   /** The raw body, or a value a framework already parsed (e.g. Express `req.body`). */
   readonly body: AsyncIterable<Uint8Array> | string | Uint8Array | ParsedBody | undefined;
+  /**
+   * The request's path, without the query (`/mcp`, `/.well-known/oauth-protected-resource/mcp`),
+   * as the client sent it. The endpoint reads it only to serve the protected resource metadata
+   * (RFC 9728) at its well-known paths; `nodeHandler` and `webHandler` set it.
+   */
+  readonly path?: string;
 }
 
 /** A body a framework has already parsed as JSON. */

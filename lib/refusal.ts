@@ -7,17 +7,21 @@ import type { JsonRpcError, JsonRpcId } from './jsonrpc.js';
  * with the JSON-RPC error alone):
  * - `malformed`: not one JSON-RPC request (a batch, a bad `jsonrpc`, `id` or `method`);
  * - `unauthorized`: the caller could not be identified (the `authenticate` hook's {@link AuthError});
+ * - `insufficient-scope`: the caller is identified but its credential lacks a scope the request
+ *   needs, and a credential with it would do (an `AuthError` with `error: 'insufficient_scope'`:
+ *   the client may step up);
  * - `forbidden`: the caller may not use what it names (another principal's session);
  * - `unknown-session`: the session named is unknown, ended or evicted;
  * - `busy`: no room (`maxStreams`, `maxSessions`: `rpc.data.retryAfterMs` says when to retry) or shutting down;
  * - `missing-extension`: the request needs a client capability it did not declare (2026-07-28 `-32021`).
  * @internal
  */
-export type RefusalKind = 'malformed' | 'unauthorized' | 'forbidden' | 'unknown-session' | 'busy' | 'missing-extension';
+export type RefusalKind = 'malformed' | 'unauthorized' | 'insufficient-scope' | 'forbidden' | 'unknown-session' | 'busy' | 'missing-extension';
 
 /**
  * A refusal of the protocol core: its {@link RefusalKind}, the JSON-RPC error to answer and, when
- * readable, the request id; `challenge` is the `WWW-Authenticate` value of an `unauthorized` one.
+ * readable, the request id; `challenge` is the `WWW-Authenticate` value of an `unauthorized` or
+ * `insufficient-scope` one.
  * Thrown inside the core; every front catches it.
  * @internal
  */

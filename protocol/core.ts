@@ -1,11 +1,12 @@
-import type { SchedulerLike } from 'rxjs';
-import { anonymous, AuthError, type AuthInfo } from '../lib/auth.js';
+import { Observable, type SchedulerLike } from 'rxjs';
+import { anonymous, AuthError, type AuthInfo, AuthUnavailableError } from '../lib/auth.js';
 import { Broadcast } from '../lib/broadcast.js';
 import type { EndpointRequest, MethodHandler, RequestContext } from '../lib/context.js';
 import type { ServerCapabilities } from '../lib/filter.js';
-import type { CloseReason } from '../lib/frame.js';
+import type { CloseReason, Frame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../lib/jsonrpc.js';
+import { bearerChallenge, resourceMetadataOf, type ResourceMetadata } from '../lib/protectedResource.js';
 import { Refusal } from '../lib/refusal.js';
 import type { ListenOptions } from '../lib/options.js';
 import { PrincipalRegistry, type PrincipalCap } from '../lib/principals.js';
@@ -19,6 +20,7 @@ import { sessionPlans } from '../operators/sessionPipeline.js';
 import { ResourceAccess } from './authorize.js';
 import { type Answer, capacityRefusal, errorAnswer, resultAnswer, shutdownRefusal, type StreamAnswer } from './answer.js';
 import { ChannelSubscriptions } from './channelSubscriptions.js';
+import { type Closable, CredentialChecks } from './credentialChecks.js';
 import { agreedLegacyVersion, discoverResult, initializeResult } from './discover.js';
 import type { Envelope } from './envelope.js';
 import type { StreamInfo, StreamsOptions } from './inspect.js';
@@ -116,11 +118,19 @@ export class ProtocolCore {
   readonly capacityRetryAfter: number;
   /** Who may watch which URI (both eras, every front). */
   readonly access: ResourceAccess;
+  /**
+   * The OAuth protected resource the `authenticate` hook names (its `protectedResource`), checked,
+   * with its metadata document: what the HTTP front serves at the well-known paths and what every
+   * challenge points to; `undefined` when the hook names none.
+   */
+  readonly resourceMetadata: ResourceMetadata | undefined;
   readonly #options: ProtocolOptions;
   readonly #legacy: LegacySessions | undefined;
   readonly #maxSubscriptionsPerSession: number;
   readonly #listens: ListenStreams;
   readonly #feeds: ProviderFeeds;
+  /** The credentials of open streams that are checked again while they are open (`AuthInfo.recheck`), both eras. */
+  readonly #credentials: CredentialChecks;
   /** What every listen on a transport shares: HTTP's, and message channels' (closing frames never dropped). */
   readonly #plans: Readonly<Record<Caller['transport'], ListenPlans>>;
   /** The built-in `server/discover` result. */
@@ -145,6 +155,7 @@ export class ProtocolCore {
     this.maxBodyBytes = resolved.maxBodyBytes;
     this.scheduler = scheduler;
     this.capacityRetryAfter = resolved.capacityRetryAfter;
+    this.resourceMetadata = resourceMetadataOf(options.authenticate);
     this.#maxSubscriptionsPerSession = sessionOptions.maxSubscriptionsPerSession;
     this.#discover = discoverResult(this.capabilities, extraCapabilities, serverInfo, options.instructions);
     this.#initializeResult = (protocolVersion) => initializeResult(protocolVersion, this.capabilities, extraCapabilities, serverInfo, options.instructions);
@@ -153,6 +164,7 @@ export class ProtocolCore {
     this.#templates = this.capabilities.resources ? resourceTemplatesMethod(providers) : undefined;
     this.access = new ResourceAccess({ providers, canRead: options.canRead, subscribeHook: options.subscribeHook });
     this.#feeds = new ProviderFeeds(this.hub);
+    this.#credentials = new CredentialChecks(scheduler);
     // What every listen stream of a transport shares, made once (each operator's own plan). A
     // channel's differ in one thing only: a stream that closes while its channel is not reading
     // keeps its closing frames in the channel's buffer (`stalledEnd: 'control'`), since dropping
@@ -170,6 +182,7 @@ export class ProtocolCore {
       feeds: this.#feeds,
       capacityRetryAfter: this.capacityRetryAfter,
       emptyListen: resolved.emptyListen,
+      credentials: this.#credentials,
     });
     this.#legacy =
       options.legacy === false
@@ -234,16 +247,24 @@ export class ProtocolCore {
     };
   }
 
-  /** Closes every open stream gracefully (closing frames with reason `shutdown`) and refuses later ones. Idempotent. */
-  close(): void {
-    if (this.#closed) return;
+  /**
+   * Closes every open stream gracefully (closing frames with reason `shutdown`) and refuses later
+   * ones. Idempotent.
+   * @returns once the legacy sessions this node kept are handed to the other nodes of a fleet or a
+   *   machine (at once otherwise): stop the hub and the session parts after it.
+   */
+  close(): Promise<void> {
+    if (this.#closed) return this.#closing;
     this.#closed = true;
     this.#listens.close();
     this.#shutdown.next();
     this.#shutdown.complete();
     this.#feeds.close();
-    this.#legacy?.close();
+    this.#closing = this.#legacy?.close() ?? Promise.resolve();
+    return this.#closing;
   }
+
+  #closing: Promise<void> = Promise.resolve();
 
   /** See `McpEndpoint.streams`. */
   streams(options: StreamsOptions = {}): StreamInfo[] {
@@ -273,22 +294,41 @@ export class ProtocolCore {
   /**
    * Who is calling: the `authenticate` hook's answer for `request` (an expiry of `Infinity` is no
    * expiry; any other non-finite one fails closed), or the anonymous principal of its address.
-   * @throws Refusal `unauthorized` with the hook's `WWW-Authenticate` challenge when it throws {@link AuthError}.
+   * @throws Refusal `unauthorized` (`insufficient-scope` for a token that lacks a scope it needs)
+   *   with its `WWW-Authenticate` challenge when the hook throws {@link AuthError}: the challenge
+   *   given as a string as it is, one given as a `BearerChallenge` completed with the protected
+   *   resource's metadata URL and required scopes; `busy` with the retry time when it throws
+   *   {@link AuthUnavailableError}.
    */
   async authenticate(request: EndpointRequest): Promise<AuthInfo> {
     const authenticate = this.#options.authenticate;
     if (authenticate === undefined) return anonymous(request.remoteAddress);
     try {
       const auth = await authenticate(request);
-      if (auth.expiresAt === Number.POSITIVE_INFINITY) return { principal: auth.principal, scopes: auth.scopes };
+      if (auth.expiresAt === Number.POSITIVE_INFINITY) {
+        const { expiresAt: _never, ...forever } = auth;
+        return forever;
+      }
       if (auth.expiresAt !== undefined && !Number.isFinite(auth.expiresAt)) return { ...auth, expiresAt: 0 };
       return auth;
     } catch (error) {
-      if (error instanceof AuthError) {
-        throw new Refusal('unauthorized', new JsonRpcError(ErrorCode.InvalidRequest, `unauthorized: ${error.message}`), null, error.challenge);
+      if (error instanceof AuthError) throw this.#authRefusal(error);
+      if (error instanceof AuthUnavailableError) {
+        const { retryAfterMs } = error.info;
+        throw new Refusal('busy', new JsonRpcError(ErrorCode.ServerBusy, `the credential could not be checked: ${error.message}`, { retryAfterMs }));
       }
       throw error;
     }
+  }
+
+  /** The refusal of an {@link AuthError}: 401, or 403 for a missing scope a step-up would grant (MCP authorization, 2025-11-25 on). */
+  #authRefusal(error: AuthError): Refusal {
+    const { bearer } = error;
+    const challenge = bearer === undefined ? error.challenge : bearerChallenge(this.resourceMetadata, bearer, error.message);
+    if (bearer?.error === 'insufficient_scope') {
+      return new Refusal('insufficient-scope', new JsonRpcError(ErrorCode.InvalidRequest, `insufficient scope: ${error.message}`), null, challenge);
+    }
+    return new Refusal('unauthorized', new JsonRpcError(ErrorCode.InvalidRequest, `unauthorized: ${error.message}`), null, challenge);
   }
 
   /**
@@ -324,7 +364,19 @@ export class ProtocolCore {
   async sessionStream(session: LiveSession, lastEventId: string | undefined, context: RequestContext): Promise<StreamAnswer> {
     const stream = await this.#legacy!.stream(session, lastEventId, context, this.#shutdown);
     if (stream === undefined) throw this.#closed ? shutdownRefusal() : capacityRefusal('stream', this.capacityRetryAfter);
-    return { kind: 'stream', ...stream };
+    const { recheck, expiresAt } = context.auth;
+    if (recheck === undefined) return { kind: 'stream', ...stream };
+    // Opened with a credential that is checked again: revoked, it ends the session as a revoke does
+    // (its GET stream ends, its record is removed); the credential is refused at the reconnect.
+    const legacy = this.#legacy!;
+    const ended: Closable = { close: (reason) => void legacy.endById(session.id, reason).catch((error: unknown) => reportError('endpoint', error)) };
+    const open = (demand$: Observable<boolean>) =>
+      new Observable<Frame>((subscriber) => {
+        const held = this.#credentials.hold(recheck, expiresAt, ended);
+        subscriber.add(() => held.release());
+        return stream.open(demand$).subscribe(subscriber);
+      });
+    return { kind: 'stream', open, abandon: stream.abandon };
   }
 
   /**

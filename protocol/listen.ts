@@ -11,6 +11,7 @@ import type { Admission, PrincipalCap } from '../lib/principals.js';
 import { isShared, type SharedSlots, type Slot, type StreamSlots } from '../lib/slots.js';
 import { channels, reportError, type ListenTrace } from '../lib/telemetry.js';
 import type { ResourceAccess } from './authorize.js';
+import type { CredentialChecks } from './credentialChecks.js';
 import type { ListenStreamInfo, StreamsOptions } from './inspect.js';
 import { OpenListen } from './openListen.js';
 import type { EmptyListen } from './options.js';
@@ -35,6 +36,8 @@ export interface ListenStreamsInit {
   readonly capacityRetryAfter: number;
   /** What a listen that honoured nothing gets (`emptyListen`). */
   readonly emptyListen: EmptyListen;
+  /** Where a stream opened with a credential to be rechecked (`AuthInfo.recheck`) is held while it is open. */
+  readonly credentials: CredentialChecks;
 }
 
 /**
@@ -219,7 +222,7 @@ export class ListenStreams {
     plans: ListenPlans,
     trace: ListenTrace | undefined,
   ): Answer {
-    const { expiresAt, scopes, principal } = auth;
+    const { expiresAt, scopes, principal, recheck } = auth;
     const open = (demand$: Observable<boolean>) =>
       new Observable<Frame>((subscriber) => {
         const { hub } = this.#init;
@@ -231,6 +234,8 @@ export class ListenStreams {
         // an object rather than a closure, so that an open stream holds none of this scope. It is
         // also the stream's entry among the open ones, told the stream's state by its telemetry stage.
         const entry = new OpenListen(this.#open, this.#serial++, principal, admission, slot, lease, trace);
+        // An introspected token: checked again while the stream is open; revoked, it ends the stream.
+        if (recheck !== undefined) entry.credential = this.#init.credentials.hold(recheck, expiresAt, entry);
         const stream = listenStreamOf(hub, plans, { requestId: id, filter, expiresAt, supersede$: late ?? admission.superseded$, demand$, watcher: entry }, scopes);
         stream.subscribe(subscriber);
         late?.next(pending.reason);

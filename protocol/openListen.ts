@@ -4,6 +4,7 @@ import type { Slot } from '../lib/slots.js';
 import type { ListenTrace, StopReason } from '../lib/telemetry.js';
 import type { ListenStatus, StreamWatcher } from '../operators/listenPipeline.js';
 import { listenFilterInfo, type ListenStreamInfo, type StreamsOptions } from './inspect.js';
+import type { HeldCredential } from './credentialChecks.js';
 import type { FeedLease } from './providerFeeds.js';
 import { traceStart, traceStop } from './trace.js';
 
@@ -19,6 +20,8 @@ import { traceStart, traceStop } from './trace.js';
 export class OpenListen implements StreamWatcher {
   /** The stream's telemetry stage, once the stream is assembled. */
   status: ListenStatus | undefined = undefined;
+  /** Its place among the streams of its credential, when that is checked again while it is open (`AuthInfo.recheck`). */
+  credential: HeldCredential | undefined = undefined;
 
   constructor(
     /** The endpoint's open listen streams, this one among them while it is open. */
@@ -84,5 +87,6 @@ export class OpenListen implements StreamWatcher {
     this.admission.release();
     this.slot.release();
     this.lease?.release();
+    this.credential?.release();
   }
 }

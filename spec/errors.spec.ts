@@ -10,6 +10,7 @@ import * as metrics from '../adapters/metrics/index.js';
 import * as otel from '../adapters/otel/index.js';
 import * as redis from '../adapters/redis/index.js';
 import * as cluster from '../adapters/cluster/index.js';
+import * as auth from '../adapters/auth/index.js';
 import { ResourceTooLargeError } from '../adapters/reference/files.js';
 import { HttpError } from '../adapters/http/httpError.js';
 import { Refusal } from '../lib/refusal.js';
@@ -34,6 +35,8 @@ const SAMPLES = new Map<ErrorClass, () => Error>([
   [main.InvalidOptionError, () => new main.InvalidOptionError('keepAliveInterval', 'a positive integer of milliseconds', -5)],
   [main.FrameEncodingError, () => new main.FrameEncodingError('id', 'a\nb')],
   [main.AuthError, () => new main.AuthError('token expired')],
+  [main.AuthUnavailableError, () => new main.AuthUnavailableError('the authorization server did not answer within 1000 ms')],
+  [auth.DiscoveryError, () => new auth.DiscoveryError('https://auth.example.com', ['https://auth.example.com/.well-known/oauth-authorization-server answered HTTP 404'])],
   [main.RestoreError, () => new main.RestoreError('file:///a', new Error('disk gone'))],
   [main.MissingClientAddressError, () => new main.MissingClientAddressError('http://127.0.0.1/mcp')],
   [metrics.MissingPeerDependencyError, () => new metrics.MissingPeerDependencyError('prom-client', 'mcp-rx-streams/metrics', undefined)],
@@ -51,7 +54,7 @@ const SAMPLES = new Map<ErrorClass, () => Error>([
 /** Every exported class whose instances are Errors. */
 function exportedErrorClasses(): ErrorClass[] {
   const found = new Set<ErrorClass>();
-  for (const entry of [main, client, metrics, otel, redis, cluster] as Record<string, unknown>[]) {
+  for (const entry of [main, client, metrics, otel, redis, cluster, auth] as Record<string, unknown>[]) {
     for (const value of Object.values(entry)) {
       if (typeof value === 'function' && value.prototype instanceof Error) found.add(value as ErrorClass);
     }
@@ -61,7 +64,7 @@ function exportedErrorClasses(): ErrorClass[] {
 
 test('the entries export the error classes this spec knows (the walk finds them)', () => {
   const names = exportedErrorClasses().map((c) => c.name).sort();
-  for (const name of ['AuthError', 'ClusterError', 'FrameEncodingError', 'InvalidOptionError', 'ListenClientError', 'McpRxError', 'MissingClientAddressError', 'MissingPeerDependencyError', 'RestoreError', 'SharedSlotsError']) {
+  for (const name of ['AuthError', 'AuthUnavailableError', 'DiscoveryError', 'ClusterError', 'FrameEncodingError', 'InvalidOptionError', 'ListenClientError', 'McpRxError', 'MissingClientAddressError', 'MissingPeerDependencyError', 'RestoreError', 'SharedSlotsError']) {
     assert.ok(names.includes(name), `${name} not found among ${names.join(', ')}`);
   }
 });
@@ -91,6 +94,9 @@ test('every exported error class is an McpRxError with its own string code and a
 test('info carries the facts of the case', () => {
   assert.deepEqual(new main.InvalidOptionError('maxStreams', 'a positive integer', 0).info, { option: 'maxStreams', value: 0 });
   assert.deepEqual(new main.AuthError('no token', 'Bearer realm="mcp"').info, { challenge: 'Bearer realm="mcp"' });
+  assert.deepEqual(new main.AuthError('expired', { error: 'invalid_token' }).info, { challenge: 'Bearer error="invalid_token"', bearer: { error: 'invalid_token' } });
+  assert.deepEqual(new main.AuthUnavailableError('no answer', 2_000).info, { retryAfterMs: 2_000 });
+  assert.deepEqual(new auth.DiscoveryError('https://a.example', ['x']).info, { issuer: 'https://a.example', failures: ['x'] });
   assert.deepEqual(new main.RestoreError('file:///a', new Error('x')).info, { uri: 'file:///a' });
   assert.deepEqual(new HttpError(413, new JsonRpcError(-32600, 'too large')).info, { status: 413, rpcCode: -32600 });
   assert.deepEqual(new Refusal('busy', new JsonRpcError(-32000, 'full')).info, { kind: 'busy', rpcCode: -32000 });

@@ -22,6 +22,7 @@ import * as cluster from '../adapters/cluster/index.js';
 import * as sdk from '../adapters/sdk/index.js';
 import * as ws from '../adapters/channel/ws.js';
 import * as otel from '../adapters/otel/index.js';
+import * as auth from '../adapters/auth/index.js';
 import * as reference from '../adapters/reference/server.js';
 import { InvalidOptionError } from '../lib/errors.js';
 
@@ -53,6 +54,10 @@ const hub = new Hub();
 const endpoint = new McpEndpoint({ hub, legacy: false });
 const url = 'http://127.0.0.1:9/mcp';
 const noop = () => undefined;
+const protectedResource = { resource: 'https://mcp.example.com/mcp', authorizationServers: ['https://auth.example.com'] };
+const issuer = 'https://auth.example.com';
+const resource = 'https://mcp.example.com/mcp';
+const introspection = { issuer, resource, introspectionUrl: 'https://auth.example.com/introspect', clientId: 'rs', clientSecret: 'secret' };
 const sender = { sendResourceUpdated: async () => undefined };
 const sdkHandler = { fetch: async () => new Response(null) };
 const silentLogger = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
@@ -253,6 +258,12 @@ const ENTRIES: readonly Entry[] = [
         { what: 'output without write', call: () => main.stdioChannel({ output: {} as never }), option: 'output' },
         { what: 'maxMessageBytes zero', call: () => main.stdioChannel({ maxMessageBytes: 0 }), option: 'maxMessageBytes' },
       ],
+      protectResource: [
+        { what: 'no hook', call: () => main.protectResource(undefined as never, protectedResource), option: 'protectResource authenticate' },
+        { what: 'no resource', call: () => main.protectResource(noop, undefined as never), option: 'protectResource resource', says: /\{ resource: / },
+        { what: 'an http resource off loopback', call: () => main.protectResource(noop, { ...protectedResource, resource: 'http://mcp.example.com/mcp' }), option: 'protectResource resource.resource', says: /https/ },
+        { what: 'an unknown field', call: () => main.protectResource(noop, { ...protectedResource, audience: 'x' } as never), option: 'protectResource resource.audience' },
+      ],
       serveStdio: [
         { what: 'no endpoint', call: () => main.serveStdio(undefined as never), option: 'serveStdio endpoint' },
         { what: 'an unknown option', call: () => main.serveStdio(endpoint, { maxMessageBytes: 10 } as never), option: 'maxMessageBytes' },
@@ -449,6 +460,40 @@ const ENTRIES: readonly Entry[] = [
         { what: 'an unknown option', call: () => ws.webSocketServer(endpoint, { pathname: '/mcp' } as never), option: 'pathname' },
         { what: 'a port out of range', call: () => ws.webSocketServer(endpoint, { port: 70_000 }), option: 'port' },
         { what: 'a path without its slash', call: () => ws.webSocketServer(endpoint, { path: 'mcp' }), option: 'path' },
+      ],
+    },
+    notFactories: {},
+  },
+  {
+    name: 'mcp-rx-streams/auth',
+    module: auth,
+    factories: {
+      jwtAuthenticator: [
+        { what: 'no options', call: () => auth.jwtAuthenticator(undefined as never), option: 'jwtAuthenticator options', says: /\{ issuer/ },
+        { what: 'an unknown option', call: () => auth.jwtAuthenticator({ issuer, resource, jwksUrl: 'x' } as never), option: 'jwksUrl', says: /did you mean jwksUri/ },
+        { what: 'an http issuer off loopback', call: () => auth.jwtAuthenticator({ issuer: 'http://auth.example.com', resource }), option: 'issuer', says: /loopback|localhost/ },
+        { what: 'no resource', call: () => auth.jwtAuthenticator({ issuer } as never), option: 'jwtAuthenticator options.resource' },
+        { what: 'a symmetric algorithm', call: () => auth.jwtAuthenticator({ issuer, resource, algorithms: ['HS256'] }), option: 'algorithms[0]', says: /never HS/ },
+        { what: 'fetchTimeout zero', call: () => auth.jwtAuthenticator({ issuer, resource, fetchTimeout: 0 }), option: 'fetchTimeout' },
+        { what: 'an http jwksUri off loopback', call: () => auth.jwtAuthenticator({ issuer, resource, jwksUri: 'http://auth.example.com/jwks' }), option: 'jwksUri' },
+        { what: 'an empty audience list', call: () => auth.jwtAuthenticator({ issuer, resource, audience: [] }), option: 'audience' },
+        { what: 'clockTolerance negative', call: () => auth.jwtAuthenticator({ issuer, resource, clockTolerance: -1 }), option: 'clockTolerance' },
+      ],
+      introspectionAuthenticator: [
+        { what: 'no options', call: () => auth.introspectionAuthenticator(undefined as never), option: 'introspectionAuthenticator options' },
+        { what: 'no client secret', call: () => auth.introspectionAuthenticator({ ...introspection, clientSecret: undefined as never }), option: 'clientSecret' },
+        { what: 'an http introspectionUrl off loopback', call: () => auth.introspectionAuthenticator({ ...introspection, introspectionUrl: 'http://auth.example.com/i' }), option: 'introspectionUrl' },
+        { what: 'cacheSize zero', call: () => auth.introspectionAuthenticator({ ...introspection, cacheSize: 0 }), option: 'cacheSize' },
+        { what: 'another client authentication', call: () => auth.introspectionAuthenticator({ ...introspection, clientAuthentication: 'private_key_jwt' as never }), option: 'clientAuthentication' },
+      ],
+      tokenVerifierAuthenticator: [
+        { what: 'no verifier', call: () => auth.tokenVerifierAuthenticator(undefined as never, { resource, authorizationServers: [issuer] }), option: 'tokenVerifierAuthenticator verifier' },
+        { what: 'no authorization servers', call: () => auth.tokenVerifierAuthenticator({ verifyAccessToken: async () => ({}) as never }, { resource, authorizationServers: [] }), option: 'authorizationServers' },
+        { what: 'principal not a function', call: () => auth.tokenVerifierAuthenticator({ verifyAccessToken: async () => ({}) as never }, { resource, authorizationServers: [issuer], principal: 'sub' as never }), option: 'principal' },
+      ],
+      discoverAuthorizationServer: [
+        { what: 'an http issuer off loopback', call: () => auth.discoverAuthorizationServer('http://auth.example.com'), option: 'issuer' },
+        { what: 'timeout zero', call: () => auth.discoverAuthorizationServer(issuer, { timeout: 0 }), option: 'timeout' },
       ],
     },
     notFactories: {},

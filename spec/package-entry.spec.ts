@@ -12,6 +12,7 @@ import * as main from '../index.js';
 /** The core's exports that are for the library's own layers (each marked `@internal` where it is defined). */
 const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'auth.ts': ['NO_SCOPES'],
+  'protectedResource.ts': ['bearerChallenge', 'isLoopbackHost', 'resourceMetadata', 'resourceMetadataOf', 'secureUrl'],
   'refusal.ts': ['Refusal'],
   'broadcast.ts': ['Broadcast', 'follow', 'unfollow'],
   'clock.ts': ['Clock', 'beginDispatch', 'endDispatch'],

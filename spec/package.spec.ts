@@ -13,7 +13,7 @@ import { test } from 'uvu';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './otel', './sdk', './ws'] as const;
+const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './otel', './sdk', './ws', './auth'] as const;
 const specifier = (entry: string) => (entry === '.' ? 'mcp-rx-streams' : `mcp-rx-streams/${entry.slice(2)}`);
 
 let work: string;
@@ -117,6 +117,7 @@ const EXPECTED: Record<(typeof ENTRIES)[number], string[]> = {
   './otel': ['collectOtelMetrics', 'traceListens', 'MissingPeerDependencyError'],
   './sdk': ['sdkRouter', 'HubEventBus', 'replayEventStore', 'eventLogStore', 'ResourceUpdates'],
   './ws': ['webSocketServer', 'webSocketChannel', 'serveWebSocket'],
+  './auth': ['jwtAuthenticator', 'introspectionAuthenticator', 'tokenVerifierAuthenticator', 'discoverAuthorizationServer', 'DiscoveryError'],
 };
 
 test('ESM import and CJS require() (Node >= 20.19) of every entry give the same functions', async () => {
@@ -158,6 +159,7 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
   for (const heavy of ['undici', 'ioredis', 'jose', 'prom-client', 'ws']) assert.equal(cluster.has(heavy), false, `the cluster entry reaches ${heavy}: ${[...cluster].join(', ')}`);
   assert.ok((await reached('dist/adapters/metrics/index.js')).has('prom-client'));
   assert.ok((await reached('dist/adapters/channel/ws.js')).has('ws'));
+  assert.ok((await reached('dist/adapters/auth/index.js')).has('jose'));
   assert.ok((await reached('dist/adapters/otel/index.js')).has('@opentelemetry/api'));
   // The SDK entry is typed by shape: it loads no MCP SDK (the scratch project has none) and no ioredis.
   const sdk = await reached('dist/adapters/sdk/index.js');

@@ -8,6 +8,7 @@ import { Refusal } from '../../lib/refusal.js';
 import type { CloseReason } from '../../lib/frame.js';
 import type { ListenOptions } from '../../lib/options.js';
 import type { PrincipalCap } from '../../lib/principals.js';
+import type { ResourceMetadata } from '../../lib/protectedResource.js';
 import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, RECOGNIZED_LEGACY_VERSIONS } from '../../lib/protocol.js';
 import type { StreamSlots } from '../../lib/slots.js';
 import { reportError } from '../../lib/telemetry.js';
@@ -115,9 +116,12 @@ export class McpEndpoint {
   /**
    * Closes every open stream gracefully (closing frames with reason `shutdown`) and answers later
    * listens with 503. Idempotent.
+   * @returns once the legacy sessions this node kept live are handed to the other nodes of a fleet
+   *   or a machine (docs/fleet.md, "What survives a node's death"); at once without a session bus.
+   *   Close the hub, the session bus and the store after it.
    */
-  close(): void {
-    this.core.close();
+  close(): Promise<void> {
+    return this.core.close();
   }
 
   /**
@@ -240,6 +244,9 @@ export class McpEndpoint {
     const refused = this.#hostCheck?.(request);
     if (refused !== undefined) return jsonError(403, null, new JsonRpcError(ErrorCode.InvalidRequest, refused));
     if (request.method === 'OPTIONS' && this.#cors !== undefined) return this.#cors.preflight(request);
+    // RFC 9728 §3: a protected resource's metadata, before anything MCP (a client fetches it before it speaks MCP).
+    const metadata = this.core.resourceMetadata;
+    if (metadata !== undefined && request.path !== undefined && metadata.paths.includes(request.path)) return metadataResponse(request.method, metadata);
     const legacy = this.core.servesLegacy;
     // MCP 2025-06-18 (transports): "If the server receives a request with an invalid or unsupported
     // MCP-Protocol-Version, it MUST respond with 400 Bad Request." Judged before anything else.
@@ -317,6 +324,19 @@ export class McpEndpoint {
     return readJson(request.body, request.header('content-length'), this.maxBodyBytes, this.bodyTimeout, this.#scheduler);
   }
 }
+
+/**
+ * The protected resource metadata document (RFC 9728 §3.2: 200, `application/json`) for `GET` and
+ * `HEAD`; 405 for any other method.
+ */
+function metadataResponse(method: string, metadata: ResourceMetadata): EndpointResponse {
+  if (method !== 'GET' && method !== 'HEAD') {
+    return jsonError(405, null, new JsonRpcError(ErrorCode.InvalidRequest, `method ${method} is not allowed on the protected resource metadata; use GET`), { Allow: 'GET, HEAD' });
+  }
+  return { kind: 'json', status: 200, headers: METADATA_HEADERS, body: metadata.body };
+}
+
+const METADATA_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': 'application/json', 'Cache-Control': 'max-age=3600' });
 
 /** A notification (no id): accepted, nothing to answer. */
 const ACCEPTED: EndpointResponse = Object.freeze({ kind: 'empty', status: 202, headers: Object.freeze({}) });

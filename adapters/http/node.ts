@@ -66,6 +66,8 @@ export function nodeHandler(endpoint: McpEndpoint): NodeHandler {
       header: (name) => requestHeader(req, name),
       remoteAddress: socket.remoteAddress,
       body: preParsed !== undefined ? { parsed: preParsed } : req,
+      // Express's originalUrl: the path before a router mounted the handler under a prefix.
+      path: pathOf((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/'),
     };
     // Nothing thrown while answering may reach the process (an unhandled rejection ends it).
     const answer = (response: EndpointResponse): void => {
@@ -202,4 +204,10 @@ function stream(
   }
   // The connection closed while the stream was being opened.
   if (writer.gone) writer.unsubscribe();
+}
+
+/** The path of a request target (`/mcp?x=1` → `/mcp`). */
+function pathOf(target: string): string {
+  const query = target.indexOf('?');
+  return query < 0 ? target : target.slice(0, query);
 }

@@ -8,6 +8,8 @@ import { type EndpointResponse, json, jsonError, SSE_HEADERS } from './responses
 const REFUSAL_STATUS: Readonly<Record<RefusalKind, number>> = Object.freeze({
   malformed: 400,
   unauthorized: 401,
+  // RFC 6750 §3.1, MCP authorization (2025-11-25 on): a token without a scope it needs, where a step-up is possible.
+  'insufficient-scope': 403,
   forbidden: 403,
   'unknown-session': 404,
   busy: 503,
@@ -25,13 +27,13 @@ export function httpStatus(refusal: RefusalKind | undefined, code: number, inSes
   return code === ErrorCode.MethodNotFound && !inSession ? 404 : 200;
 }
 
-/** The headers a refusal adds: `Retry-After` (whole seconds, at least 1) for a busy server that said when, the challenge of a 401. */
+/** The headers a refusal adds: `Retry-After` (whole seconds, at least 1) for a busy server that said when, the challenge of a 401 or of a 403 for a missing scope. */
 function refusalHeaders(refusal: RefusalKind | undefined, error: JsonRpcError, challenge?: string): Readonly<Record<string, string>> {
   if (refusal === 'busy') {
     const retryAfterMs = (error.data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
     return typeof retryAfterMs === 'number' ? { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) } : {};
   }
-  return refusal === 'unauthorized' && challenge !== undefined ? { 'WWW-Authenticate': challenge } : {};
+  return (refusal === 'unauthorized' || refusal === 'insufficient-scope') && challenge !== undefined ? { 'WWW-Authenticate': challenge } : {};
 }
 
 /**

@@ -107,6 +107,10 @@ export function webHandler(endpoint: McpEndpoint, options: WebHandlerOptions = {
       header: (name) => request.headers.get(name) ?? undefined,
       remoteAddress: info.remoteAddress,
       body: upload,
+      // Parsed only if the endpoint reads it (a protected resource's well-known paths).
+      get path() {
+        return new URL(request.url).pathname;
+      },
     });
     // Answered before its body was read to the end: the rest is not wanted, nor the connection it
     // would keep busy (the runtime could otherwise go on reading it for as long as it trickles).
