@@ -1,0 +1,101 @@
+// The reconnect policy of upstream streams: exponential backoff with jitter under a ceiling, on an
+// injected scheduler (virtual time in specs), as one RxJS `retry` configuration.
+import { asyncScheduler, type MonoTypeOperatorFunction, retry, type SchedulerLike, timer } from 'rxjs';
+import { InvalidOptionError } from '../../lib/errors.js';
+import { milliseconds, options as validOptions } from '../../lib/validate.js';
+
+/**
+ * How an upstream stream that failed or ended is opened again: the n-th attempt in a row waits
+ * `min(maxDelay, initialDelay × multiplier^(n−1))`, less a random share of it (`jitter`), so that
+ * many gateways (or many streams of one) cut off together do not come back in step. An attempt that
+ * gets as far as the upstream's first message (a listen's acknowledgment, a legacy GET opening)
+ * starts the count again.
+ */
+export interface ReconnectPolicy {
+  /** The first attempt's delay, in milliseconds; defaults to 500. */
+  readonly initialDelay?: number;
+  /** The ceiling: no attempt waits longer, in milliseconds; defaults to 30 000. */
+  readonly maxDelay?: number;
+  /** How much each failed attempt in a row multiplies the delay by: a number from 1 to 10; defaults to 2. */
+  readonly multiplier?: number;
+  /** The share of each delay that is random, from 0 (none) to 1 (anything from 0 to the delay); defaults to 0.5. */
+  readonly jitter?: number;
+}
+
+/** A {@link ReconnectPolicy} with every member given. */
+export type ResolvedReconnectPolicy = Required<ReconnectPolicy>;
+
+/** The policy used when none is given: 500 ms, doubling, at most 30 s, half of it random. */
+export const DEFAULT_RECONNECT_POLICY: ResolvedReconnectPolicy = Object.freeze({ initialDelay: 500, maxDelay: 30_000, multiplier: 2, jitter: 0.5 });
+
+const POLICY_KEYS: readonly (keyof ReconnectPolicy)[] = ['initialDelay', 'maxDelay', 'multiplier', 'jitter'];
+
+/**
+ * `policy` with its defaults, checked.
+ *
+ * @example
+ * resolveReconnectPolicy({ maxDelay: 5_000 }); // { initialDelay: 500, maxDelay: 5000, multiplier: 2, jitter: 0.5 }
+ * @param label what names the policy in a message (`reconnect`).
+ * @param policy see {@link ReconnectPolicy}; `undefined` is the default policy.
+ * @throws InvalidOptionError naming `label` when it is not an object, else the member that is
+ *   unknown or out of range (`reconnect.maxDelay` below `initialDelay`, say).
+ */
+export function resolveReconnectPolicy(label: string, policy: ReconnectPolicy | undefined): ResolvedReconnectPolicy {
+  const given = validOptions<keyof ReconnectPolicy>(label, policy, POLICY_KEYS, { keyLabel: `${label}.` });
+  const initialDelay = given.initialDelay === undefined ? DEFAULT_RECONNECT_POLICY.initialDelay : milliseconds(`${label}.initialDelay`, given.initialDelay);
+  const maxDelay = given.maxDelay === undefined ? Math.max(initialDelay, DEFAULT_RECONNECT_POLICY.maxDelay) : milliseconds(`${label}.maxDelay`, given.maxDelay);
+  if (maxDelay < initialDelay) throw new InvalidOptionError(`${label}.maxDelay`, `at least ${label}.initialDelay (${initialDelay} ms)`, maxDelay);
+  const multiplier = given.multiplier === undefined ? DEFAULT_RECONNECT_POLICY.multiplier : between(`${label}.multiplier`, given.multiplier, 1, 10);
+  const jitter = given.jitter === undefined ? DEFAULT_RECONNECT_POLICY.jitter : between(`${label}.jitter`, given.jitter, 0, 1);
+  return Object.freeze({ initialDelay, maxDelay, multiplier, jitter });
+}
+
+function between(label: string, value: unknown, min: number, max: number): number {
+  if (typeof value === 'number' && value >= min && value <= max) return value;
+  throw new InvalidOptionError(label, `a number from ${min} to ${max}`, value);
+}
+
+/**
+ * The delay before attempt `attempt` (1 for the first after a failure), in milliseconds, with
+ * `random()` (from 0 inclusive to 1 exclusive, `Math.random` unless given) taking its jitter.
+ *
+ * @example
+ * reconnectDelay({ initialDelay: 100, maxDelay: 1_000, multiplier: 2, jitter: 0 }, 3, Math.random); // 400
+ */
+export function reconnectDelay(policy: ResolvedReconnectPolicy, attempt: number, random: () => number = Math.random): number {
+  const step = Math.min(policy.maxDelay, policy.initialDelay * policy.multiplier ** Math.max(0, attempt - 1));
+  return Math.round(step * (1 - policy.jitter * random()));
+}
+
+/** What {@link reconnect} is told besides the policy. */
+export interface ReconnectOptions {
+  /** Where the delays are timed; defaults to `asyncScheduler` (give a `TestScheduler` in specs). */
+  readonly scheduler?: SchedulerLike;
+  /** The jitter's random numbers; defaults to `Math.random`. */
+  readonly random?: () => number;
+  /** Called when an attempt is scheduled: the error that ended the last one, its number and its delay (ms). */
+  readonly onRetry?: (error: unknown, attempt: number, delay: number) => void;
+}
+
+/**
+ * Re-subscribes the source after it errors, by `policy`: forever, each attempt after the delay
+ * {@link reconnectDelay} gives, the count starting again once the source emits. A source that
+ * should also come back after it completes (an upstream that closed its stream) turns its
+ * completion into an error first.
+ *
+ * @example
+ * defer(() => openUpstreamStream()).pipe(reconnect(resolveReconnectPolicy('reconnect', { maxDelay: 5_000 })));
+ * @param policy the resolved policy (see {@link resolveReconnectPolicy}).
+ * @param options the scheduler, the random source and a callback per attempt.
+ */
+export function reconnect<T>(policy: ResolvedReconnectPolicy, options: ReconnectOptions = {}): MonoTypeOperatorFunction<T> {
+  const { scheduler = asyncScheduler, random = Math.random, onRetry } = options;
+  return retry<T>({
+    resetOnSuccess: true,
+    delay: (error: unknown, attempt: number) => {
+      const delay = reconnectDelay(policy, attempt, random);
+      onRetry?.(error, attempt, delay);
+      return timer(delay, scheduler);
+    },
+  });
+}
