@@ -40,6 +40,28 @@ export type FileChange =
   | { readonly kind: 'prompts' };
 
 /**
+ * The served folder as a publisher of its changes records it, so that the next publisher (the next
+ * holder of the watch lease) can announce what changed since: each known file's version (as
+ * the served tree compares them: inode, modification time and size) and {@link FOLDER} for
+ * each folder, by path relative to the served directory (the directory itself left out).
+ */
+export type FolderState = ReadonlyMap<string, string>;
+
+/** The entry of a folder in a {@link FolderState}; a file's version is never this. */
+export const FOLDER = '/';
+
+/**
+ * The changes of one settled batch, and the new state of every path it settled (`null`: gone), to
+ * record as published once they are. `catchUp`: the first batch of a publisher that takes over,
+ * holding what changed since the state the previous publisher recorded.
+ */
+export interface SettledBatch {
+  readonly changes: readonly FileChange[];
+  readonly state: ReadonlyMap<string, string | null>;
+  readonly catchUp: boolean;
+}
+
+/**
  * The changes settled in one flush, merged: at most one public and one private `listChanged`,
  * then each `updated`, then `tools` / `prompts`.
  */
@@ -50,6 +72,8 @@ export class Batch {
   readonly #privateCollections = new Set<string>();
   /** Files whose content changed, in the order first seen (a file settled twice in one flush is one change). */
   readonly #updated = new Set<string>();
+  /** Every path that appeared, disappeared or changed: whose recorded state follows this batch. */
+  readonly #settled = new Set<string>();
   #tools = false;
   #prompts = false;
 
@@ -87,7 +111,13 @@ export class Batch {
     return out;
   }
 
+  /** The paths that appeared, disappeared or changed in this batch. */
+  paths(): ReadonlySet<string> {
+    return this.#settled;
+  }
+
   #touch(p: string): void {
+    this.#settled.add(p);
     if (p === path.join(this.#root, 'tools.json')) this.#tools = true;
     if (p === path.join(this.#root, 'prompts.json')) this.#prompts = true;
   }

@@ -10,8 +10,8 @@
 // demoData.ts writes the sample tree. This file is the provider's face.
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
-import { Observable, Subject, share } from 'rxjs';
-import { collectionUri, PRIVATE_SCOPE, type FileChange } from './changeBatch.js';
+import { mergeMap, Observable, Subject, share } from 'rxjs';
+import { collectionUri, PRIVATE_SCOPE, type FileChange, type FolderState, type SettledBatch } from './changeBatch.js';
 import { DefinitionFiles } from './definitions.js';
 import { type FileResourcesOptions, resolveFileResourcesOptions } from './fileOptions.js';
 import { collectionContents, describe, fileContents, readInside, type ResourceContents, type ResourceDescriptor, ResourceTooLargeError } from './resourceContents.js';
@@ -23,7 +23,7 @@ export { DEFAULT_DEBOUNCE_MS, DEFAULT_MAX_READ_BYTES } from './fileOptions.js';
 export type { FileResourcesOptions } from './fileOptions.js';
 export { ResourceTooLargeError } from './resourceContents.js';
 export type { ResourceContents, ResourceDescriptor } from './resourceContents.js';
-export type { FileChange } from './changeBatch.js';
+export type { FileChange, FolderState, SettledBatch } from './changeBatch.js';
 
 /**
  * Serves a directory tree as MCP resources and turns its file-system events into
@@ -75,6 +75,8 @@ export class FileResources {
   #watch: TreeWatch | undefined;
   #closed = false;
   readonly #closing = new Subject<void>();
+  /** The settled batches of the one watch, shared: it starts with the first subscriber and stops with the last. */
+  readonly #batches: Observable<SettledBatch>;
   readonly #changes: Observable<FileChange>;
 
   private constructor(root: string, options: FileResourcesOptions) {
@@ -85,7 +87,7 @@ export class FileResources {
     this.#maxReadBytes = maxReadBytes;
     this.#onWarning = onWarning;
     this.#definitions = new DefinitionFiles(root, (p) => readInside(this.#tree, p, maxReadBytes), maxReadBytes, (m) => this.#warn(m));
-    this.#changes = new Observable<FileChange>((subscriber) => {
+    this.#batches = new Observable<SettledBatch>((subscriber) => {
       if (this.#closed) {
         subscriber.complete();
         return undefined;
@@ -97,7 +99,7 @@ export class FileResources {
           // A throwing listener must not break watching.
         }
       };
-      const watching = new TreeWatch(this.#tree, { debounceMs, scheduler, warn: (m) => this.#warn(m), rootChanged }, (change) => subscriber.next(change));
+      const watching = new TreeWatch(this.#tree, { debounceMs, scheduler, warn: (m) => this.#warn(m), rootChanged }, (batch) => subscriber.next(batch));
       this.#watch = watching;
       const closing = this.#closing.subscribe(() => subscriber.complete());
       return () => {
@@ -106,6 +108,7 @@ export class FileResources {
         if (this.#watch === watching) this.#watch = undefined;
       };
     }).pipe(share());
+    this.#changes = this.#batches.pipe(mergeMap((batch) => batch.changes));
   }
 
   /**
@@ -292,6 +295,49 @@ export class FileResources {
    */
   changes(): Observable<FileChange> {
     return this.#changes;
+  }
+
+  /**
+   * The changes for a publisher that takes over from another (the new holder of the watch lease):
+   * first one batch with what differs between the state the previous publisher recorded (`since`,
+   * asked once the watch is on) and the known set, then each batch as it settles. Every batch
+   * carries the new state of the paths it settled, for the publisher to record once it has
+   * published them. Batches that settle before the first are left out: it sums them up.
+   *
+   * So a change made while nobody published is announced once somebody does (with a change made
+   * just before the handover possibly announced by both: twice, never not at all). When nothing
+   * was recorded (`since` gives `undefined`: a first publisher, or the record was lost), the first
+   * batch announces nothing and carries the whole known set. Watching is shared with
+   * {@link FileResources.changes}.
+   *
+   * @param since where the previous publisher's record is read; its rejection is this Observable's error.
+   * @internal
+   */
+  publishable(since: () => PromiseLike<FolderState | undefined>): Observable<SettledBatch> {
+    return new Observable<SettledBatch>((subscriber) => {
+      let caughtUp = false;
+      const live = this.#batches.subscribe({
+        next: (batch) => caughtUp && subscriber.next(batch),
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      });
+      const watching = this.#watch;
+      if (watching === undefined) return live;
+      Promise.resolve()
+        .then(since)
+        .then(
+          (state) => {
+            if (subscriber.closed) return;
+            watching.catchUp(state, (batch) => {
+              if (subscriber.closed) return;
+              caughtUp = true;
+              subscriber.next(batch);
+            });
+          },
+          (error: unknown) => subscriber.error(error),
+        );
+      return live;
+    });
   }
 
   /**

@@ -14,7 +14,7 @@ import { watch } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import type { SchedulerLike, Subscription } from 'rxjs';
-import { Batch, type FileChange, type Kind } from './changeBatch.js';
+import { Batch, FOLDER, type FolderState, type Kind, type SettledBatch } from './changeBatch.js';
 import { watchDirectorySync } from './pinnedFs.js';
 import type { Scan, ServedTree } from './tree.js';
 
@@ -39,7 +39,7 @@ export const ROOT_POLL_MS = 500;
 
 /**
  * One watching period of a {@link ServedTree}: keeps the tree's known set following the disk and
- * emits the settled {@link FileChange}s, until {@link TreeWatch.stop}.
+ * emits the settled changes, one {@link SettledBatch} per flush, until {@link TreeWatch.stop}.
  */
 export class TreeWatch {
   /** Resolves once the silent reconcile that starts the period is done. */
@@ -47,7 +47,7 @@ export class TreeWatch {
 
   readonly #tree: ServedTree;
   readonly #options: TreeWatchOptions;
-  readonly #emit: (change: FileChange) => void;
+  readonly #emit: (batch: SettledBatch) => void;
   /** The watch of each directory, with the identity (`dev:ino:birthtime`) of the directory it watches. */
   readonly #watchers = new Map<string, { readonly watcher: FSWatcher; readonly identity: string }>();
   /** The pending debounce of each path, and when (scheduler time, ms) its first unsettled event came. */
@@ -76,7 +76,7 @@ export class TreeWatch {
    * Starts watching: directories in the known set are watched before this returns; a silent
    * reconcile then catches up with whatever changed while nobody watched.
    */
-  constructor(tree: ServedTree, options: TreeWatchOptions, emit: (change: FileChange) => void) {
+  constructor(tree: ServedTree, options: TreeWatchOptions, emit: (batch: SettledBatch) => void) {
     this.#tree = tree;
     this.#options = options;
     this.#emit = emit;
@@ -93,6 +93,21 @@ export class TreeWatch {
       .finally(() => {
         this.#touched = undefined;
       });
+  }
+
+  /**
+   * Hands `deliver` what differs between `since` (the state a previous publisher recorded) and the
+   * known set, as one batch, in turn with the flushes: after every reconcile already queued (the
+   * period's first one included), before any queued later. So the batch sums up every batch
+   * emitted before it, and every change after it comes in a later batch. With `since` undefined
+   * (nothing recorded), the batch announces nothing and carries the whole known set.
+   */
+  catchUp(since: FolderState | undefined, deliver: (batch: SettledBatch) => void): void {
+    this.#queue = this.#queue
+      .then(() => {
+        if (!this.#closed) deliver(this.#since(since));
+      })
+      .catch((error: unknown) => this.#options.warn(`could not catch up with ${this.#tree.root}: ${String(error)}`));
   }
 
   /** Ends the period: every watcher and timer released, nothing emitted any more. */
@@ -217,7 +232,48 @@ export class TreeWatch {
       }
     }
     if (this.#closed) return;
-    for (const change of batch.changes()) this.#emit(change);
+    const changes = batch.changes();
+    if (changes.length === 0) return;
+    const state = new Map<string, string | null>();
+    for (const p of batch.paths()) if (p !== this.#tree.root) state.set(path.relative(this.#tree.root, p), this.#entryOf(p));
+    this.#emit({ changes, state, catchUp: false });
+  }
+
+  /** The entry of `p` in a {@link FolderState} as known now: a file's version (`?` when unknown), {@link FOLDER}, or `null` when gone. */
+  #entryOf(p: string): string | null {
+    const kind = this.#tree.kindOf(p);
+    return kind === undefined ? null : kind === 'collection' ? FOLDER : (this.#tree.versionOf(p) ?? '?');
+  }
+
+  /** The batch that takes the known set from `since` to now (see {@link TreeWatch.catchUp}). */
+  #since(since: FolderState | undefined): SettledBatch {
+    const tree = this.#tree;
+    // By name: the announcements come in the order of the paths, whatever order they were found in.
+    const now = new Map<string, string>();
+    for (const p of [...tree.entries()].map(([p]) => p).sort()) if (p !== tree.root) now.set(path.relative(tree.root, p), this.#entryOf(p)!);
+    if (since === undefined) return { changes: [], state: now, catchUp: true };
+    const batch = new Batch(tree.root, (p) => tree.isPrivate(p));
+    const state = new Map<string, string | null>();
+    const kind = (entry: string): Kind => (entry === FOLDER ? 'collection' : 'file');
+    for (const [name, entry] of now) {
+      const was = since.get(name);
+      if (was === entry) continue;
+      state.set(name, entry);
+      const p = path.join(tree.root, name);
+      if (was !== undefined && kind(was) === 'file' && kind(entry) === 'file') batch.updated(p);
+      else {
+        if (was !== undefined) batch.listChanged(p, kind(was));
+        batch.listChanged(p, kind(entry));
+      }
+    }
+    for (const [name, was] of since) {
+      if (now.has(name)) continue;
+      state.set(name, null);
+      const p = path.join(tree.root, name);
+      // A recorded name that is not under the served directory is forgotten, not announced.
+      if (p !== tree.root && tree.isInside(p)) batch.listChanged(p, kind(was));
+    }
+    return { changes: batch.changes(), state, catchUp: true };
   }
 
   /** Compares the disk at and under `p` with the known set, applies the difference, records it. */

@@ -38,7 +38,7 @@ test("the holder's saves go to the next holder with the grant, when it dies and 
 });
 
 test("in a fleet, the state is the machine lease's: read for each grant, the holder's saves written to it", async () => {
-  const saved: [string, string | null][] = [];
+  const saved: (readonly [string, string | null])[] = [];
   const fleetState = new Map([['f', 'v1']]);
   const machineHeld = new BehaviorSubject(true);
   machine = await startMachine(2, {
