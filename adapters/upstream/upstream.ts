@@ -313,6 +313,7 @@ export class Upstream {
       track: () => {
         const tracker = new Tracker(this);
         this.#trackers.add(tracker);
+        this.changed(tracker);
         return tracker;
       },
       received: () => void this.#framesIn++,

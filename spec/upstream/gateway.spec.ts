@@ -1,0 +1,100 @@
+// The gateway with real upstreams (issue 34): the reference server behind it speaking either era,
+// the official clients of both eras in front of it, over real loopback sockets. Each downstream
+// stream follows its own era's rules whatever its upstream speaks; URIs are the upstream's,
+// namespaced `upstream://<name>/…`; a listen's acknowledgment is what the upstreams honour.
+import { deepStrictEqual, ok, strictEqual } from 'node:assert';
+import { test } from 'uvu';
+import { listen } from '../../adapters/client.js';
+import { upstreamUri } from '../../adapters/upstream/index.js';
+import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
+import { legacyClient, modernClient, referenceUpstream, startGateway, until, WAIT_MS } from '../helpers/gateway.js';
+import { within } from '../helpers/wait.js';
+
+const ERAS = ['modern', 'legacy'] as const;
+const FAST = { initialDelay: 20, maxDelay: 200, jitter: 0 };
+
+for (const era of ERAS) {
+  test(`official 2.x client listening through the gateway to the reference server speaking ${era}: the ack names the gateway's URIs, an update and a tools change reach it, a URI the upstream does not serve is left out`, async () => {
+    const upstream = await referenceUpstream({ 'a.txt': 'a', 'b.txt': 'b' });
+    const front = await startGateway({ upstreams: [{ name: 'notes', url: upstream.server.url, era, reconnect: FAST }] });
+    const a = upstreamUri('notes', upstream.uri('a.txt'));
+    const missing = upstreamUri('notes', upstream.uri('missing.txt'));
+    const { client, updated, toolsChanged } = await modernClient(front.url);
+    try {
+      const subscription = await within(client.listen({ resourceSubscriptions: [a, missing], toolsListChanged: true }), WAIT_MS, 'listen()');
+      deepStrictEqual(subscription.honoredFilter, { resourceSubscriptions: [a], toolsListChanged: true });
+      upstream.server.hub.notifyResourceUpdated(upstream.uri('a.txt'));
+      upstream.server.hub.notifyResourceUpdated(upstream.uri('b.txt'));
+      await until(() => updated.length === 1, 'the update of a.txt');
+      upstream.server.hub.notifyToolsChanged();
+      await until(() => toolsChanged() === 1, 'the tools change');
+      deepStrictEqual(updated, [a]);
+      strictEqual(front.gateway.stats[0]!.era, era);
+      // The read of the gateway URI is the upstream's, its URI rewritten.
+      const read = await client.readResource({ uri: a });
+      deepStrictEqual(read.contents.map((entry) => [entry.uri, 'text' in entry ? entry.text : undefined]), [[a, 'a']]);
+    } finally {
+      await client.close();
+      await front.close();
+      await upstream.server.close();
+    }
+  });
+
+  test(`official 1.x client (a 2025 session) through the gateway to the reference server speaking ${era}: resources/subscribe, the update on its GET stream, the read rewritten, list changes`, async () => {
+    const upstream = await referenceUpstream({ 'a.txt': 'a' });
+    const front = await startGateway({ upstreams: [{ name: 'notes', url: upstream.server.url, era, reconnect: FAST }] });
+    const a = upstreamUri('notes', upstream.uri('a.txt'));
+    const { client, updated, toolsChanged } = await legacyClient(front.url);
+    try {
+      await until(() => front.endpoint.stats.streams === 1, 'the GET stream to open');
+      deepStrictEqual(await within(client.subscribeResource({ uri: a }), WAIT_MS, 'resources/subscribe'), {});
+      await client.subscribeResource({ uri: upstreamUri('notes', upstream.uri('missing.txt')) }).then(
+        () => ok(false, 'a URI the upstream does not serve is refused'),
+        (error: { code?: number; message?: string }) => deepStrictEqual([error.code, /resource is not subscribable/.test(error.message ?? '')], [-32602, true]),
+      );
+      upstream.server.hub.notifyResourceUpdated(upstream.uri('a.txt'));
+      await until(() => updated.length === 1, 'the update of a.txt');
+      upstream.server.hub.notifyToolsChanged();
+      await until(() => toolsChanged() === 1, 'the tools change');
+      deepStrictEqual(updated, [a]);
+      const read = await client.readResource({ uri: a });
+      deepStrictEqual(read.contents.map((entry) => entry.uri), [a]);
+      strictEqual('resultType' in read, false, 'a legacy result has no resultType');
+      const listed = await client.listResources();
+      ok(listed.resources.some((resource) => resource.uri === a), `resources/list holds ${a}: ${JSON.stringify(listed.resources.map((r) => r.uri))}`);
+    } finally {
+      await client.close();
+      await front.close();
+      await upstream.server.close();
+    }
+  });
+}
+
+test('a listen naming URIs of two upstreams (one of each era) is acknowledged with the union of what they honour, and hears both', async () => {
+  const [one, two] = await Promise.all([referenceUpstream({ 'a.txt': 'a' }), referenceUpstream({ 'b.txt': 'b' })]);
+  const front = await startGateway({
+    upstreams: [
+      { name: 'one', url: one.server.url, era: 'modern', reconnect: FAST },
+      { name: 'two', url: two.server.url, era: 'legacy', reconnect: FAST },
+    ],
+  });
+  const a = upstreamUri('one', one.uri('a.txt'));
+  const b = upstreamUri('two', two.uri('b.txt'));
+  const unknown = upstreamUri('three', 'file:///x');
+  const messages: JsonRpcMessage[] = [];
+  const subscription = listen({ url: front.url, notifications: { resourceSubscriptions: [b, unknown, a, upstreamUri('one', one.uri('nope'))] } }).subscribe((message) => messages.push(message));
+  try {
+    await until(() => messages.length === 1, 'the acknowledgment');
+    deepStrictEqual((messages[0] as { params: { notifications: unknown } }).params.notifications, { resourceSubscriptions: [b, a] });
+    one.server.hub.notifyResourceUpdated(one.uri('a.txt'));
+    two.server.hub.notifyResourceUpdated(two.uri('b.txt'));
+    await until(() => messages.length === 3, 'both updates');
+    deepStrictEqual(new Set(messages.slice(1).map((message) => (message as { params: { uri: string } }).params.uri)), new Set([a, b]));
+  } finally {
+    subscription.unsubscribe();
+    await front.close();
+    await Promise.all([one.server.close(), two.server.close()]);
+  }
+});
+
+test.run();
