@@ -1,9 +1,9 @@
 /**
- * Listen stream options and server-wide stream limits, validated once at construction
- * (DESIGN M13).
+ * Listen stream options and server-wide stream limits, declared once ({@link LISTEN_OPTIONS},
+ * {@link STREAM_LIMITS}) and validated once at construction (DESIGN M13).
  */
 import { MAX_TIMER_DELAY } from './clock.js';
-import { knownKeys, milliseconds, oneOf, positiveInteger } from './validate.js';
+import { defaultsOf, option, resolveOptions, type OptionTable } from './optionTable.js';
 
 /** What a server-side close sends before the stream ends (DESIGN M7). */
 export type CloseNoticeMode = 'cancelled-then-result' | 'result-only';
@@ -57,6 +57,41 @@ export interface StreamLimits {
 export { MAX_TIMER_DELAY };
 
 /**
+ * The listen options, declared once: what each is, its default, and its `serve` flag
+ * (`--keep-alive-interval`…). {@link resolveListenOptions} checks against it, the endpoint and the
+ * reference server accept these options, and `serve --help` lists them from it.
+ * @internal
+ */
+export const LISTEN_OPTIONS: OptionTable<ListenOptions> = {
+  keepAliveInterval: option.milliseconds({ default: 15_000, description: 'time between ":" keep-alive comments on a stream' }),
+  listenIdleTimeout: option.milliseconds({ default: 1_800_000, description: 'a listen stream without a notification for this long is closed (idle_timeout)' }),
+  maxStreamLifetime: option.milliseconds({ default: 3_600_000, description: 'any stream (listen or legacy GET) is closed after this long (max_lifetime)' }),
+  listenMaxQueue: option.count({
+    unit: 'notifications',
+    default: 1000,
+    description: 'notifications held for a slow client; beyond it new ones are dropped (identical ones coalesce)',
+  }),
+  listenMaxQueueBytes: option.bytes({ default: 1_048_576, description: 'bytes of frames held for a slow client; beyond it new notifications are dropped' }),
+  closeNotice: option.choice<CloseNoticeMode>(['cancelled-then-result', 'result-only'], {
+    default: 'cancelled-then-result',
+    description: 'on a server-side close send notifications/cancelled then the result, or the result only (cancelled-then-result | result-only)',
+  }),
+};
+
+/**
+ * The stream limits, declared once (see {@link LISTEN_OPTIONS}).
+ * @internal
+ */
+export const STREAM_LIMITS: OptionTable<StreamLimits> = {
+  maxListensPerPrincipal: option.count({
+    unit: 'streams',
+    default: 4,
+    description: "one principal's listen streams; a new one beyond it supersedes the oldest (legacy GET streams are one per session)",
+  }),
+  maxStreams: option.count({ unit: 'streams', default: 1000, description: 'open streams server-wide; beyond it a new one gets HTTP 503' }),
+};
+
+/**
  * The listen options used where none are given.
  *
  * Keep-alive every 15 s, idle close after 30 min, lifetime cap 1 h, 1000 queued
@@ -70,14 +105,7 @@ export { MAX_TIMER_DELAY };
  *
  * @see resolveListenOptions
  */
-export const DEFAULT_LISTEN_OPTIONS: Readonly<ListenOptions> = Object.freeze({
-  keepAliveInterval: 15_000,
-  listenIdleTimeout: 1_800_000,
-  maxStreamLifetime: 3_600_000,
-  listenMaxQueue: 1000,
-  listenMaxQueueBytes: 1_048_576,
-  closeNotice: 'cancelled-then-result',
-});
+export const DEFAULT_LISTEN_OPTIONS: Readonly<ListenOptions> = defaultsOf(LISTEN_OPTIONS);
 
 /**
  * The stream limits used where none are given: 4 listens per principal, 1000 streams server-wide.
@@ -89,14 +117,7 @@ export const DEFAULT_LISTEN_OPTIONS: Readonly<ListenOptions> = Object.freeze({
  *
  * @see resolveStreamLimits
  */
-export const DEFAULT_STREAM_LIMITS: Readonly<StreamLimits> = Object.freeze({
-  maxListensPerPrincipal: 4,
-  maxStreams: 1000,
-});
-
-const CLOSE_NOTICE_MODES: readonly CloseNoticeMode[] = ['cancelled-then-result', 'result-only'];
-const LISTEN_OPTION_NAMES = Object.keys(DEFAULT_LISTEN_OPTIONS) as (keyof ListenOptions)[];
-const STREAM_LIMIT_NAMES = Object.keys(DEFAULT_STREAM_LIMITS) as (keyof StreamLimits)[];
+export const DEFAULT_STREAM_LIMITS: Readonly<StreamLimits> = defaultsOf(STREAM_LIMITS);
 
 /**
  * Completes listen options with their defaults and refuses any value the library cannot use.
@@ -126,16 +147,7 @@ const STREAM_LIMIT_NAMES = Object.keys(DEFAULT_STREAM_LIMITS) as (keyof StreamLi
  * @see positiveInteger
  */
 export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<ListenOptions> {
-  const given = knownKeys('options', input, LISTEN_OPTION_NAMES);
-  const pick = <K extends keyof ListenOptions>(key: K): unknown => (given[key] === undefined ? DEFAULT_LISTEN_OPTIONS[key] : given[key]);
-  return Object.freeze({
-    keepAliveInterval: milliseconds('keepAliveInterval', pick('keepAliveInterval')),
-    listenIdleTimeout: milliseconds('listenIdleTimeout', pick('listenIdleTimeout')),
-    maxStreamLifetime: milliseconds('maxStreamLifetime', pick('maxStreamLifetime')),
-    listenMaxQueue: positiveInteger('listenMaxQueue', pick('listenMaxQueue')),
-    listenMaxQueueBytes: positiveInteger('listenMaxQueueBytes', pick('listenMaxQueueBytes'), 'bytes'),
-    closeNotice: oneOf('closeNotice', pick('closeNotice'), CLOSE_NOTICE_MODES),
-  });
+  return resolveOptions('options', LISTEN_OPTIONS, input);
 }
 
 /**
@@ -159,10 +171,5 @@ export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<L
  * @see resolveListenOptions
  */
 export function resolveStreamLimits(input?: Partial<StreamLimits>): Readonly<StreamLimits> {
-  const given = knownKeys('options', input, STREAM_LIMIT_NAMES);
-  const pick = <K extends keyof StreamLimits>(key: K): unknown => (given[key] === undefined ? DEFAULT_STREAM_LIMITS[key] : given[key]);
-  return Object.freeze({
-    maxListensPerPrincipal: positiveInteger('maxListensPerPrincipal', pick('maxListensPerPrincipal')),
-    maxStreams: positiveInteger('maxStreams', pick('maxStreams')),
-  });
+  return resolveOptions('options', STREAM_LIMITS, input);
 }
