@@ -4,7 +4,8 @@ import type { EndpointRequest, MethodHandler, RequestContext } from '../lib/cont
 import { InvalidOptionError } from '../lib/errors.js';
 import type { ServerCapabilities } from '../lib/filter.js';
 import type { Hub } from '../lib/hub.js';
-import { resolveListenOptions, resolveStreamLimits, type ListenOptions, type StreamLimits } from '../lib/options.js';
+import { LISTEN_OPTIONS, STREAM_LIMITS, type ListenOptions, type StreamLimits } from '../lib/options.js';
+import { namesOf, option, readOptions, type OptionTable } from '../lib/optionTable.js';
 import {
   arrayOf,
   boolean,
@@ -13,11 +14,8 @@ import {
   functions,
   hub,
   implementing,
-  milliseconds,
   object,
-  oneOf,
   options as validOptions,
-  positiveInteger,
   scheduler as validScheduler,
   string,
 } from '../lib/validate.js';
@@ -28,7 +26,7 @@ import { resourceProvider, type hubResources, type ResourceProvider } from '../l
 import type { MemorySessionStore, SessionBus, SessionStore } from '../lib/session.js';
 import type { StreamSlots } from '../lib/slots.js';
 import { DEFAULT_SERVER_INFO } from './discover.js';
-import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOptions.js';
+import { SESSION_OPTIONS, type SessionOptions } from './legacy/sessionOptions.js';
 
 /**
  * Options of {@link McpEndpoint}. Every number is validated at construction (DESIGN M13).
@@ -57,7 +55,7 @@ import { resolveSessionOptions, type SessionOptions } from './legacy/sessionOpti
  *   },
  * });
  */
-export interface ProtocolOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions> {
+export interface ProtocolOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions>, Partial<ProtocolSettings> {
   /** Where notifications come from. */
   readonly hub: Hub;
   /** What the server advertises; a listen honours only these. Defaults to tools, prompts and resources. */
@@ -89,12 +87,6 @@ export interface ProtocolOptions extends Partial<ListenOptions>, Partial<StreamL
   readonly principals?: PrincipalCap;
   /** A shared server-wide slot pool (e.g. also used by streamed `tools/call`); defaults to a pool of `maxStreams`. */
   readonly slots?: StreamSlots;
-  /**
-   * Largest accepted request body, in bytes as received (never the decoded text); larger ones get
-   * HTTP 413. A body that is not UTF-8 gets HTTP 400 with `-32700`, whatever its size. Defaults to
-   * 1 048 576 (1 MiB).
-   */
-  readonly maxBodyBytes?: number;
   /** Where time comes from; defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
   /** Serve the legacy era (2025-03-26 / 2025-06-18 / 2025-11-25: `initialize`, sessions, GET stream, `resources/subscribe`). Defaults to true. */
@@ -138,13 +130,27 @@ export interface ProtocolOptions extends Partial<ListenOptions>, Partial<StreamL
    * their first subscribe can overtake it). 0 answers at once. Defaults to 1000.
    */
   readonly subscribeStreamWait?: number;
+}
+
+/**
+ * The protocol core's own options that are values, beside the listen options, the stream limits and
+ * the legacy session options: the request body's size, the wait told to a client refused for
+ * capacity, and what an empty listen gets. Each in milliseconds or bytes as it says.
+ */
+export interface ProtocolSettings {
+  /**
+   * Largest accepted request body, in bytes as received (never the decoded text); larger ones get
+   * HTTP 413. A body that is not UTF-8 gets HTTP 400 with `-32700`, whatever its size. Defaults to
+   * 1 048 576 (1 MiB).
+   */
+  readonly maxBodyBytes: number;
   /**
    * Milliseconds a client refused for capacity (HTTP 503: a listen or GET stream beyond
    * `maxStreams`, an `initialize` beyond `maxSessions`) is told to wait before trying again: sent
    * as `Retry-After` in whole seconds (rounded up) and as `error.data.retryAfterMs`. A closed
    * endpoint's 503 (shutting down) carries neither. Defaults to 5000.
    */
-  readonly capacityRetryAfter?: number;
+  readonly capacityRetryAfter: number;
   /**
    * What a listen whose acknowledged filter is empty gets (nothing asked for was honoured: no
    * field, or every URI refused). `'hold'`: the stream stays open like any other until its idle
@@ -155,27 +161,48 @@ export interface ProtocolOptions extends Partial<ListenOptions>, Partial<StreamL
    * client that asked for nothing gains nothing by holding one (stop reason `empty_filter`).
    * Defaults to `'hold'`.
    */
-  readonly emptyListen?: EmptyListen;
+  readonly emptyListen: EmptyListen;
 }
 
-/** What a listen with an empty acknowledged filter gets; see {@link ProtocolOptions.emptyListen}. */
+/** What a listen with an empty acknowledged filter gets; see {@link ProtocolSettings.emptyListen}. */
 export type EmptyListen = 'hold' | 'complete';
 
-/** Default of {@link ProtocolOptions.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
+/** Default of {@link ProtocolSettings.maxBodyBytes}: 1 048 576 bytes (1 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
-/** Default of {@link ProtocolOptions.capacityRetryAfter}: 5000 milliseconds. */
+/** Default of {@link ProtocolSettings.capacityRetryAfter}: 5000 milliseconds. */
 export const DEFAULT_CAPACITY_RETRY_AFTER = 5_000;
+
+/**
+ * {@link ProtocolSettings}, declared once (see `LISTEN_OPTIONS`): checked here, accepted by the
+ * reference server, and `serve` flags.
+ * @internal
+ */
+export const PROTOCOL_SETTINGS: OptionTable<ProtocolSettings> = {
+  maxBodyBytes: option.bytes({ default: DEFAULT_MAX_BODY_BYTES, description: 'largest request body; larger ones get HTTP 413' }),
+  capacityRetryAfter: option.milliseconds({
+    default: DEFAULT_CAPACITY_RETRY_AFTER,
+    description: 'how long a client refused with HTTP 503 (--max-streams, --max-sessions) is told to wait: Retry-After and data.retryAfterMs',
+  }),
+  emptyListen: option.choice<EmptyListen>(['hold', 'complete'], {
+    default: 'hold',
+    description: 'a listen that honoured nothing: hold it open like any other, or answer the empty acknowledgment and the result at once (hold | complete; complete suits serverless hosts)',
+  }),
+};
+
+/** The options of {@link ProtocolOptions} that are not values of a table: the hub, the hooks and the parts it is wired to. */
+const PROTOCOL_WIRING: readonly (keyof ProtocolOptions)[] = [
+  'hub', 'capabilities', 'authenticate', 'canRead', 'subscribeHook', 'methods', 'principals', 'slots', 'scheduler', 'legacy',
+  'sessionStore', 'eventLog', 'sessionBus', 'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities',
+];
 
 /** Every option name {@link ProtocolOptions} has: any other key is refused, so that a typo is not silently ignored. */
 export const PROTOCOL_OPTIONS: readonly (keyof ProtocolOptions)[] = [
-  'hub', 'capabilities', 'authenticate', 'eventLog', 'sessionBus', 'canRead', 'subscribeHook', 'methods', 'slots', 'principals', 'maxBodyBytes', 'scheduler',
-  'keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime', 'listenMaxQueue', 'listenMaxQueueBytes', 'closeNotice',
-  'maxListensPerPrincipal', 'maxStreams', 'legacy', 'sessionStore',
-  'capacityRetryAfter', 'emptyListen',
-  'resourceProviders', 'serverInfo', 'instructions', 'extraCapabilities', 'sessionIdleTimeout', 'sessionGracePeriod',
-  'sessionPruneInterval', 'replayBufferSize', 'allowClientSessionDelete', 'subscribeStreamWait', 'maxSessions', 'maxSubscriptionsPerSession',
-  'maxSessionsPerPrincipal', 'reconnectDelay',
+  ...PROTOCOL_WIRING,
+  ...namesOf(LISTEN_OPTIONS),
+  ...namesOf(STREAM_LIMITS),
+  ...namesOf(PROTOCOL_SETTINGS),
+  ...namesOf(SESSION_OPTIONS),
 ];
 
 /** What the endpoint may advertise (`capabilities`). */
@@ -185,16 +212,10 @@ const CAPABILITIES: readonly (keyof ServerCapabilities)[] = ['tools', 'prompts',
  * {@link ProtocolOptions} with every default filled in and every value checked.
  * @internal
  */
-export interface ResolvedProtocolOptions {
+export interface ResolvedProtocolOptions extends ProtocolSettings {
   readonly listenOptions: Readonly<ListenOptions>;
   readonly limits: Readonly<StreamLimits>;
   readonly capabilities: ServerCapabilities;
-  /** In bytes; defaults to 1 048 576. */
-  readonly maxBodyBytes: number;
-  /** In milliseconds; defaults to 5000. */
-  readonly capacityRetryAfter: number;
-  /** Defaults to `'hold'`. */
-  readonly emptyListen: EmptyListen;
   readonly scheduler: SchedulerLike;
   readonly sessionOptions: Readonly<SessionOptions>;
   readonly serverInfo: ServerInfo;
@@ -219,30 +240,16 @@ function serverInfo(label: string, value: unknown): void {
 export function resolveProtocolOptions(options: ProtocolOptions, label: string, known: readonly string[]): ResolvedProtocolOptions {
   validOptions(label, options, known, { like: '{ hub }' });
   hub('hub', options.hub);
-  const { keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice } = options;
-  const listenOptions = resolveListenOptions({ keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice });
-  const limits = resolveStreamLimits({ maxListensPerPrincipal: options.maxListensPerPrincipal, maxStreams: options.maxStreams });
+  const listenOptions = Object.freeze(readOptions(LISTEN_OPTIONS, options));
+  const limits = Object.freeze(readOptions(STREAM_LIMITS, options));
   const capabilities = options.capabilities === undefined ? { tools: true, prompts: true, resources: true } : flags('capabilities', options.capabilities, CAPABILITIES);
   for (const name of ['authenticate', 'canRead', 'subscribeHook'] as const) if (options[name] !== undefined) callback(name, options[name]);
   if (options.methods !== undefined) functions('methods', options.methods, 'a MethodHandler per JSON-RPC method name');
   if (options.principals !== undefined) implementing('principals', options.principals, ['admit', 'count'], 'a PrincipalCap (admit, count), e.g. a PrincipalRegistry or a RedisPrincipalCap');
   if (options.slots !== undefined) implementing('slots', options.slots, ['tryAcquire'], 'a StreamSlots (for a number of slots, give maxStreams)');
-  const maxBodyBytes = options.maxBodyBytes === undefined ? DEFAULT_MAX_BODY_BYTES : positiveInteger('maxBodyBytes', options.maxBodyBytes);
-  const capacityRetryAfter = options.capacityRetryAfter === undefined ? DEFAULT_CAPACITY_RETRY_AFTER : milliseconds('capacityRetryAfter', options.capacityRetryAfter);
-  const emptyListen = options.emptyListen === undefined ? 'hold' : oneOf<EmptyListen>('emptyListen', options.emptyListen, ['hold', 'complete']);
+  const { maxBodyBytes, capacityRetryAfter, emptyListen } = readOptions(PROTOCOL_SETTINGS, options);
   const scheduler = options.scheduler === undefined ? asyncScheduler : validScheduler<SchedulerLike>('scheduler', options.scheduler);
-  const sessionOptions = resolveSessionOptions({
-    sessionIdleTimeout: options.sessionIdleTimeout,
-    sessionGracePeriod: options.sessionGracePeriod,
-    sessionPruneInterval: options.sessionPruneInterval,
-    replayBufferSize: options.replayBufferSize,
-    allowClientSessionDelete: options.allowClientSessionDelete,
-    subscribeStreamWait: options.subscribeStreamWait,
-    maxSessions: options.maxSessions,
-    maxSubscriptionsPerSession: options.maxSubscriptionsPerSession,
-    maxSessionsPerPrincipal: options.maxSessionsPerPrincipal,
-    reconnectDelay: options.reconnectDelay,
-  });
+  const sessionOptions = Object.freeze(readOptions(SESSION_OPTIONS, options));
   if (options.legacy !== undefined) boolean('legacy', options.legacy);
   if (options.resourceProviders !== undefined) arrayOf('resourceProviders', options.resourceProviders, 'an array of ResourceProvider', resourceProvider);
   if (options.eventLog !== undefined && typeof options.eventLog !== 'function') throw new InvalidOptionError('eventLog', 'a function of a session id', options.eventLog);

@@ -1,5 +1,6 @@
 import type { EndpointRequest } from '../../lib/context.js';
-import { milliseconds } from '../../lib/validate.js';
+import { InvalidOptionError } from '../../lib/errors.js';
+import { namesOf, option, readOptions, type OptionTable } from '../../lib/optionTable.js';
 import { PROTOCOL_OPTIONS, type ProtocolOptions, resolveProtocolOptions, type ResolvedProtocolOptions } from '../../protocol/options.js';
 import { clientAddress, type ClientAddress, type TrustProxy } from './clientAddress.js';
 import { corsPolicy, originsWithCors, type CorsOrigins, type CorsPolicy } from './cors.js';
@@ -11,12 +12,7 @@ import { hostCheck, type localhostHosts } from './hostCheck.js';
  * `Host` and `Origin` checks, CORS, trusted proxies). Every number is validated at construction
  * (DESIGN M13).
  */
-export interface McpEndpointOptions extends ProtocolOptions {
-  /**
-   * Milliseconds a client gets to send a whole request body; slower ones get HTTP 408 and the
-   * connection is closed, so a client that trickles bytes cannot hold the server. Defaults to 10 000.
-   */
-  readonly bodyTimeout?: number;
+export interface McpEndpointOptions extends ProtocolOptions, Partial<HttpSettings> {
   /**
    * DNS-rebinding protection (for servers bound to localhost): the accepted `Host` header values.
    * An entry without a port (`localhost`) accepts any port. Any other Host gets HTTP 403 before
@@ -31,6 +27,18 @@ export interface McpEndpointOptions extends ProtocolOptions {
    * entries are accepted too. Default: no check.
    */
   readonly allowedOrigins?: readonly string[];
+}
+
+/**
+ * The options only HTTP has that are values (the `serve` command has a flag for each), beside the
+ * `Host` and `Origin` checks: the body's arrival time, CORS, trusted proxies.
+ */
+export interface HttpSettings {
+  /**
+   * Milliseconds a client gets to send a whole request body; slower ones get HTTP 408 and the
+   * connection is closed, so a client that trickles bytes cannot hold the server. Defaults to 10 000.
+   */
+  readonly bodyTimeout: number;
   /**
    * CORS: the origins of the browser pages that may call the endpoint from another origin,
    * matched as `allowedOrigins` entries (`https://app.example` exactly; `localhost` that host on any
@@ -61,11 +69,54 @@ export interface McpEndpointOptions extends ProtocolOptions {
   readonly trustProxy?: TrustProxy;
 }
 
-/** Default of {@link McpEndpointOptions.bodyTimeout}: 10 000 milliseconds. */
+/** Default of {@link HttpSettings.bodyTimeout}: 10 000 milliseconds. */
 export const DEFAULT_BODY_TIMEOUT = 10_000;
 
+/**
+ * {@link HttpSettings}, declared once (see `LISTEN_OPTIONS`): checked here, accepted by the reference
+ * server, and `serve` flags (whose text a list is written in: `--trust-proxy 10.0.0.0/8,loopback`).
+ * @internal
+ */
+export const HTTP_SETTINGS: OptionTable<HttpSettings> = {
+  bodyTimeout: option.milliseconds({ default: DEFAULT_BODY_TIMEOUT, description: 'time a request body may take to arrive; slower ones get HTTP 408' }),
+  trustProxy: option.custom<TrustProxy>({
+    placeholder: 'PROXIES',
+    unit: 'proxy hops, or addresses',
+    shownDefault: "none (X-Forwarded-For is ignored; the client is the connection's peer)",
+    description:
+      'the reverse proxies in front whose X-Forwarded-For names the client (its address is the anonymous principal): a hop count (1 = one proxy, the only way in), or a comma-separated list of their addresses, CIDR ranges, loopback, linklocal, uniquelocal',
+    check: (_label, value) => (clientAddress(value as TrustProxy), value as TrustProxy),
+    read: (label, text) => {
+      const value = /^\d+$/.test(text) ? Number(text) : text.split(',').map((entry) => entry.trim());
+      return writtenAs(label, text, () => clientAddress(value), 'a number of proxy hops or a comma-separated list of proxy addresses, CIDR ranges, loopback, linklocal or uniquelocal', value);
+    },
+  }),
+  corsOrigins: option.custom<CorsOrigins>({
+    placeholder: 'ORIGINS',
+    shownDefault: 'none (no CORS: pages on other origins cannot call the server)',
+    description:
+      'browser pages that may call the server from another origin: a comma-separated list of origins (https://app.example) or host names (localhost), or * for any page (not with --token-secret)',
+    check: (_label, value) => (corsPolicy(value as CorsOrigins, { authenticates: false, methods: 'POST' }), value as CorsOrigins),
+    read: (label, text) => {
+      const value = text === '*' ? '*' : text.split(',').map((entry) => entry.trim());
+      return writtenAs(label, text, () => corsPolicy(value, { authenticates: false, methods: 'POST' }), '* or a comma-separated list of origins (https://app.example) or host names (localhost)', value);
+    },
+  }),
+};
+
+/** `value`, read from `text`, once `check` accepts it; else an InvalidOptionError naming `label` that says how to write it. */
+function writtenAs<T>(label: string, text: string, check: () => unknown, how: string, value: T): T {
+  try {
+    check();
+  } catch (error) {
+    if (!(error instanceof InvalidOptionError)) throw error;
+    throw new InvalidOptionError(label, how, text);
+  }
+  return value;
+}
+
 /** The options only HTTP has, beside {@link PROTOCOL_OPTIONS}. */
-const HTTP_OPTIONS: readonly (keyof McpEndpointOptions)[] = ['bodyTimeout', 'allowedHosts', 'allowedOrigins', 'corsOrigins', 'trustProxy'];
+const HTTP_OPTIONS: readonly (keyof McpEndpointOptions)[] = [...namesOf(HTTP_SETTINGS), 'allowedHosts', 'allowedOrigins'];
 const KNOWN_OPTIONS: readonly string[] = [...PROTOCOL_OPTIONS, ...HTTP_OPTIONS];
 
 /** {@link McpEndpointOptions} with every default filled in and every value checked. @internal */
@@ -89,7 +140,7 @@ export interface ResolvedEndpointOptions extends ResolvedProtocolOptions {
  */
 export function resolveEndpointOptions(options: McpEndpointOptions): ResolvedEndpointOptions {
   const core = resolveProtocolOptions(options, 'McpEndpoint options', KNOWN_OPTIONS);
-  const bodyTimeout = options.bodyTimeout === undefined ? DEFAULT_BODY_TIMEOUT : milliseconds('bodyTimeout', options.bodyTimeout);
+  const { bodyTimeout } = readOptions(HTTP_SETTINGS, options);
   const methods = options.legacy === false ? 'POST' : core.sessionOptions.allowClientSessionDelete ? 'POST, GET, DELETE' : 'POST, GET';
   const cors = corsPolicy(options.corsOrigins, { authenticates: options.authenticate !== undefined, methods, allowedOrigins: options.allowedOrigins });
   const check = hostCheck(options.allowedHosts, originsWithCors(options.allowedOrigins, options.corsOrigins));

@@ -1,5 +1,6 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
+import { option, readOptions, type OptionTable } from '../../lib/optionTable.js';
 
 /**
  * Options of {@link FileResources.open}.
@@ -9,13 +10,7 @@ import { InvalidOptionError } from '../../lib/errors.js';
  *
  * @see FileResources.open
  */
-export interface FileResourcesOptions {
-  /**
-   * Quiet time per path before a burst of file-system events is settled into one change, in
-   * milliseconds; defaults to 50. A path that never goes quiet is still reported at least every
-   * ten debounce periods.
-   */
-  readonly debounceMs?: number;
+export interface FileResourcesOptions extends Partial<FileSettings> {
   /**
    * Told about problems that do not stop the provider: an invalid `tools.json` / `prompts.json`
    * (once per distinct invalid content), a directory that cannot be watched. Defaults to
@@ -30,12 +25,6 @@ export interface FileResourcesOptions {
    */
   readonly onRootChange?: (present: boolean) => void;
   /**
-   * The largest file `read` answers, in bytes; defaults to 8 MiB (8 388 608). A larger file is
-   * refused with a {@link ResourceTooLargeError} before any of its bytes is read; `tools.json`
-   * and `prompts.json` larger than this are served as empty (with a warning).
-   */
-  readonly maxReadBytes?: number;
-  /**
    * Where the debounce's time comes from (its clock and its timers); defaults to RxJS's
    * `asyncScheduler`. A `VirtualTimeScheduler` or `TestScheduler` makes the debounce testable
    * in virtual time.
@@ -43,18 +32,40 @@ export interface FileResourcesOptions {
   readonly scheduler?: SchedulerLike;
 }
 
-/** Default of {@link FileResourcesOptions.maxReadBytes}: 8 MiB. */
+/** The options of {@link FileResources.open} that are values (the `serve` command has a flag for each). */
+export interface FileSettings {
+  /**
+   * Quiet time per path before a burst of file-system events is settled into one change, in
+   * milliseconds; defaults to 50. A path that never goes quiet is still reported at least every
+   * ten debounce periods.
+   */
+  readonly debounceMs: number;
+  /**
+   * The largest file `read` answers, in bytes; defaults to 8 MiB (8 388 608). A larger file is
+   * refused with a {@link ResourceTooLargeError} before any of its bytes is read; `tools.json`
+   * and `prompts.json` larger than this are served as empty (with a warning).
+   */
+  readonly maxReadBytes: number;
+}
+
+/** Default of {@link FileSettings.maxReadBytes}: 8 MiB. */
 export const DEFAULT_MAX_READ_BYTES = 8 * 1024 * 1024;
 
-/** Default of {@link FileResourcesOptions.debounceMs}: 50 milliseconds. */
+/** Default of {@link FileSettings.debounceMs}: 50 milliseconds. */
 export const DEFAULT_DEBOUNCE_MS = 50;
 
+/**
+ * {@link FileSettings}, declared once (see `LISTEN_OPTIONS`): checked here, accepted by the reference
+ * server, and `serve` flags.
+ * @internal
+ */
+export const FILE_SETTINGS: OptionTable<FileSettings> = {
+  debounceMs: option.milliseconds({ default: DEFAULT_DEBOUNCE_MS, description: 'quiet time per file before a burst of file-system events is published as one change' }),
+  maxReadBytes: option.bytes({ default: DEFAULT_MAX_READ_BYTES, description: 'largest file resources/read returns; larger ones get a JSON-RPC error' }),
+};
+
 /** {@link FileResourcesOptions} with every default filled in. @internal */
-export interface ResolvedFileResourcesOptions {
-  /** In milliseconds. */
-  readonly debounceMs: number;
-  /** In bytes. */
-  readonly maxReadBytes: number;
+export interface ResolvedFileResourcesOptions extends FileSettings {
   readonly onWarning: (message: string) => void;
   readonly onRootChange: (present: boolean) => void;
   readonly scheduler: SchedulerLike;
@@ -67,19 +78,14 @@ export interface ResolvedFileResourcesOptions {
  * @internal
  */
 export function resolveFileResourcesOptions(options: FileResourcesOptions): ResolvedFileResourcesOptions {
-  const { debounceMs, maxReadBytes, scheduler } = options;
-  if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs > 0)) {
-    throw new InvalidOptionError('debounceMs', 'a positive integer of milliseconds', debounceMs);
-  }
-  if (maxReadBytes !== undefined && !(Number.isSafeInteger(maxReadBytes) && maxReadBytes > 0)) {
-    throw new InvalidOptionError('maxReadBytes', 'a positive integer of bytes', maxReadBytes);
-  }
+  const { debounceMs, maxReadBytes } = readOptions(FILE_SETTINGS, options);
+  const { scheduler } = options;
   if (scheduler !== undefined && (typeof scheduler?.now !== 'function' || typeof scheduler.schedule !== 'function')) {
     throw new InvalidOptionError('scheduler', 'an RxJS SchedulerLike (now, schedule)', scheduler);
   }
   return {
-    debounceMs: debounceMs ?? DEFAULT_DEBOUNCE_MS,
-    maxReadBytes: maxReadBytes ?? DEFAULT_MAX_READ_BYTES,
+    debounceMs,
+    maxReadBytes,
     onWarning: options.onWarning ?? (() => {}),
     onRootChange: options.onRootChange ?? (() => {}),
     scheduler: scheduler ?? asyncScheduler,

@@ -1,7 +1,7 @@
 import type { SchedulerLike } from 'rxjs';
 import type { ServerCapabilities } from '../../lib/filter.js';
 import type { Hub } from '../../lib/hub.js';
-import { boolean, knownKeys, milliseconds, positiveInteger } from '../../lib/validate.js';
+import { defaultsOf, option, resolveOptions, type OptionTable } from '../../lib/optionTable.js';
 import type { ServerInfo } from '../../lib/protocol.js';
 import type { SessionPlans } from '../../operators/sessionPipeline.js';
 import type { EventLog } from '../../lib/replayBuffer.js';
@@ -50,21 +50,38 @@ export interface SessionOptions {
   readonly reconnectDelay: number;
 }
 
-/** The legacy options used where none are given. */
-export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = Object.freeze({
-  sessionIdleTimeout: 1_800_000,
-  sessionGracePeriod: 60_000,
-  sessionPruneInterval: 60_000,
-  replayBufferSize: 100,
-  allowClientSessionDelete: true,
-  subscribeStreamWait: 1_000,
-  maxSessions: 10_000,
-  maxSubscriptionsPerSession: 1_000,
-  maxSessionsPerPrincipal: 100,
-  reconnectDelay: 1_000,
-});
+/**
+ * The legacy options, declared once: what each is, its default, and its `serve` flag
+ * (`--session-idle-timeout`…); see `LISTEN_OPTIONS`.
+ * @internal
+ */
+export const SESSION_OPTIONS: OptionTable<SessionOptions> = {
+  sessionIdleTimeout: option.milliseconds({ default: 1_800_000, description: 'a legacy session without a request or a live GET stream for this long is evicted' }),
+  sessionGracePeriod: option.milliseconds({ default: 60_000, description: "after a dropped GET stream, how long the session's subscriptions keep filling its replay buffer" }),
+  sessionPruneInterval: option.milliseconds({ default: 60_000, description: 'how often the sweep looks for legacy sessions idle past --session-idle-timeout' }),
+  replayBufferSize: option.count({ unit: 'frames', default: 100, description: 'frames kept per legacy session for Last-Event-ID; beyond it the oldest are forgotten' }),
+  // A switch can only turn an option on, and this one is on already.
+  allowClientSessionDelete: option.toggle({ default: true, flag: false, description: 'DELETE /mcp ends a legacy session (204); when false it answers 405' }),
+  subscribeStreamWait: option.milliseconds({
+    min: 0,
+    default: 1_000,
+    description: 'how long a legacy resources/subscribe that finds no live GET stream waits for one before -32602 (0 = not at all)',
+  }),
+  maxSessions: option.count({ unit: 'sessions', default: 10_000, description: 'legacy sessions held; an initialize beyond it gets HTTP 503' }),
+  maxSubscriptionsPerSession: option.count({ unit: 'URIs', default: 1_000, description: 'resources/subscribe URIs per legacy session; beyond it -32602' }),
+  maxSessionsPerPrincipal: option.count({
+    unit: 'sessions',
+    default: 100,
+    description: "legacy sessions (and so GET streams) one principal holds; an initialize beyond it ends that principal's least recently used session",
+  }),
+  reconnectDelay: option.milliseconds({
+    default: 1_000,
+    description: 'the SSE retry: a legacy GET stream of a 2025-11-25 session opens with (how long its client waits before reconnecting)',
+  }),
+};
 
-const SESSION_OPTION_NAMES = Object.keys(DEFAULT_SESSION_OPTIONS) as (keyof SessionOptions)[];
+/** The legacy options used where none are given. */
+export const DEFAULT_SESSION_OPTIONS: Readonly<SessionOptions> = defaultsOf(SESSION_OPTIONS);
 
 /**
  * Completes legacy options with their defaults and refuses values the library cannot use, as
@@ -73,22 +90,7 @@ const SESSION_OPTION_NAMES = Object.keys(DEFAULT_SESSION_OPTIONS) as (keyof Sess
  *   is unknown or has a value the library cannot use.
  */
 export function resolveSessionOptions(input?: Partial<SessionOptions>): Readonly<SessionOptions> {
-  const given = knownKeys('options', input, SESSION_OPTION_NAMES);
-  const pick = <K extends keyof SessionOptions>(key: K): unknown => (given[key] === undefined ? DEFAULT_SESSION_OPTIONS[key] : given[key]);
-  const allow = boolean('allowClientSessionDelete', pick('allowClientSessionDelete'));
-  const wait = pick('subscribeStreamWait');
-  return Object.freeze({
-    sessionIdleTimeout: milliseconds('sessionIdleTimeout', pick('sessionIdleTimeout')),
-    sessionGracePeriod: milliseconds('sessionGracePeriod', pick('sessionGracePeriod')),
-    sessionPruneInterval: milliseconds('sessionPruneInterval', pick('sessionPruneInterval')),
-    replayBufferSize: positiveInteger('replayBufferSize', pick('replayBufferSize')),
-    allowClientSessionDelete: allow,
-    subscribeStreamWait: wait === 0 ? 0 : milliseconds('subscribeStreamWait', wait),
-    maxSessions: positiveInteger('maxSessions', pick('maxSessions')),
-    maxSubscriptionsPerSession: positiveInteger('maxSubscriptionsPerSession', pick('maxSubscriptionsPerSession')),
-    maxSessionsPerPrincipal: positiveInteger('maxSessionsPerPrincipal', pick('maxSessionsPerPrincipal')),
-    reconnectDelay: milliseconds('reconnectDelay', pick('reconnectDelay')),
-  });
+  return resolveOptions('options', SESSION_OPTIONS, input);
 }
 
 /**
