@@ -10,6 +10,16 @@ import {
 } from '../lib/options.js';
 import { positiveInteger } from '../lib/validate.js';
 import type { ListenOptions, StreamLimits } from '../lib/options.js';
+import { LISTEN_OPTIONS, STREAM_LIMITS } from '../lib/options.js';
+import { defaultsOf, option, readOptions, resolveOptions, type AnyOptionTable } from '../lib/optionTable.js';
+import { SESSION_OPTIONS } from '../protocol/legacy/sessionOptions.js';
+import { PROTOCOL_OPTIONS, PROTOCOL_SETTINGS } from '../protocol/options.js';
+import { HTTP_SETTINGS } from '../adapters/http/options.js';
+import { FILE_SETTINGS } from '../adapters/reference/fileOptions.js';
+import { FLEET_SETTINGS } from '../adapters/reference/fleet.js';
+import { REFERENCE_SETTINGS, REFERENCE_TABLES, resolveReferenceOptions } from '../adapters/reference/options.js';
+import { McpEndpoint } from '../adapters/http/endpoint.js';
+import { Hub } from '../lib/hub.js';
 
 /** Asserts `run` throws an InvalidOptionError naming `option`, with exactly this message. */
 function throwsOption(run: () => unknown, option: string, message: string): void {
@@ -248,6 +258,109 @@ test('the error keeps the rejected value in info', () => {
     return;
   }
   throw new Error('expected InvalidOptionError');
+});
+
+
+/* The option tables (lib/optionTable.ts): each option declared once */
+
+test('option.milliseconds: checked in code and read from text, from its minimum to MAX_TIMER_DELAY', () => {
+  const wait = option.milliseconds({ min: 0, default: 1000, description: 'd' });
+  equal(wait.check('wait', 0), 0);
+  throwsOption(() => wait.check('wait', -1), 'wait', 'wait must be a non-negative integer of milliseconds, got -1');
+  throwsOption(() => wait.check('wait', MAX_TIMER_DELAY + 1), 'wait', 'wait must be a non-negative integer of milliseconds no greater than 2147483647, got 2147483648');
+  equal(wait.read('--wait', '0'), 0);
+  const ttl = option.milliseconds({ min: 30, default: 5000, description: 'd' });
+  throwsOption(() => ttl.check('ttl', 29), 'ttl', 'ttl must be a positive integer of milliseconds, at least 30, got 29');
+  throwsOption(() => ttl.check('ttl', MAX_TIMER_DELAY + 1), 'ttl', 'ttl must be a positive integer of milliseconds, at least 30, no greater than 2147483647, got 2147483648');
+  throwsOption(() => ttl.read('--ttl', '29'), '--ttl', '--ttl must be an integer from 30 to 2147483647 (milliseconds), got "29"');
+  for (const text of ['', '1.5', '-1', ' 40', '1e3', '2147483648']) {
+    throwsOption(() => ttl.read('--ttl', text), '--ttl', `--ttl must be an integer from 30 to 2147483647 (milliseconds), got ${JSON.stringify(text)}`);
+  }
+  equal(ttl.read('--ttl', '2147483647'), MAX_TIMER_DELAY);
+  deepStrictEqual([ttl.unit, ttl.placeholder, ttl.shownDefault], ['milliseconds', 'MS', '5000']);
+});
+
+test('option.count, bytes, choice, port, text: the message of their kind, the unit and default --help shows', () => {
+  const queue = option.count({ unit: 'notifications', default: 1000, description: 'd' });
+  throwsOption(() => queue.check('queue', 0), 'queue', 'queue must be a positive integer, got 0');
+  throwsOption(() => queue.read('--queue', 'x'), '--queue', '--queue must be an integer from 1 to 9007199254740991 (notifications), got "x"');
+  deepStrictEqual([queue.unit, queue.placeholder, queue.shownDefault], ['notifications', 'N', '1000']);
+  const body = option.bytes({ default: 8 * 1_048_576, description: 'd' });
+  throwsOption(() => body.check('body', 1.5), 'body', 'body must be a positive integer of bytes, got 1.5');
+  deepStrictEqual([body.unit, body.placeholder, body.shownDefault], ['bytes', 'BYTES', '8388608 (8 MiB)']);
+  equal(option.bytes({ default: 1000, description: 'd' }).shownDefault, '1000');
+  const mode = option.choice(['hold', 'complete'], { default: 'hold', description: 'd' });
+  throwsOption(() => mode.check('mode', 'Hold'), 'mode', 'mode must be "hold" or "complete", got "Hold"');
+  throwsOption(() => mode.read('--mode', 'Hold'), '--mode', '--mode must be hold or complete, got "Hold"');
+  equal(mode.read('--mode', 'complete'), 'complete');
+  const port = option.port({ default: 3000, description: 'd' });
+  throwsOption(() => port.read('--port', '65536'), '--port', '--port must be an integer from 0 to 65535 (a TCP port; 0 picks a free one), got "65536"');
+  equal(port.read('--port', '0'), 0);
+  const dir = option.text({ placeholder: 'DIR', rule: { nonEmpty: true, what: 'a directory path' }, description: 'd', shownDefault: 'none' });
+  throwsOption(() => dir.read('--dir', ''), '--dir', '--dir must be a directory path, got ""');
+  deepStrictEqual([dir.default, dir.shownDefault, dir.placeholder], [undefined, 'none', 'DIR']);
+  equal(option.toggle({ description: 'd' }).placeholder, undefined);
+});
+
+test('readOptions takes only its table\'s options from a larger object, each checked, undefined meaning the default', () => {
+  deepStrictEqual(readOptions(STREAM_LIMITS, { maxStreams: 5, maxListensPerPrincipal: undefined, keepAliveInterval: -1 }), { maxListensPerPrincipal: 4, maxStreams: 5 });
+  throwsOption(() => readOptions(STREAM_LIMITS, { maxStreams: 0 }), 'maxStreams', 'maxStreams must be a positive integer, got 0');
+  const table = { a: option.count({ unit: 'a', default: 1, description: 'd' }), b: option.count({ unit: 'b', shownDefault: 'none', description: 'd' }) };
+  deepStrictEqual(readOptions(table, {}), { a: 1, b: undefined });
+  deepStrictEqual(defaultsOf(table), { a: 1 });
+  ok(Object.isFrozen(defaultsOf(table)));
+  throwsOption(() => resolveOptions('options', table, { c: 1, a: 0 }), 'c', 'c must be one of the known options (a, b), got 1');
+});
+
+/** Every table an option of the library is declared in. */
+const TABLES: Readonly<Record<string, AnyOptionTable>> = {
+  LISTEN_OPTIONS,
+  STREAM_LIMITS,
+  SESSION_OPTIONS,
+  PROTOCOL_SETTINGS,
+  HTTP_SETTINGS,
+  FILE_SETTINGS,
+  REFERENCE_SETTINGS,
+  FLEET_SETTINGS,
+};
+
+test('every declared default passes its own check, and the default --help shows reads back to it', () => {
+  for (const [table, options] of Object.entries(TABLES)) {
+    for (const [name, spec] of Object.entries(options)) {
+      ok(spec.description.length > 10, `${table}.${name} has no description`);
+      if (spec.default === undefined) {
+        ok(spec.shownDefault !== undefined, `${table}.${name}: without a default, --help must say what its absence means`);
+        continue;
+      }
+      deepStrictEqual(spec.check(name, spec.default), spec.default, `${table}.${name}`);
+      if (spec.placeholder !== undefined) deepStrictEqual(spec.read(`--${name}`, spec.shownDefault!.split(' ')[0]!), spec.default, `${table}.${name}`);
+    }
+  }
+});
+
+test('an option is declared in one table only, and the tables are what the endpoint and the reference server know', () => {
+  const names = Object.values(TABLES).flatMap((table) => Object.keys(table));
+  deepStrictEqual(names.filter((name, i) => names.indexOf(name) !== i), []);
+  for (const name of [...Object.keys(LISTEN_OPTIONS), ...Object.keys(STREAM_LIMITS), ...Object.keys(SESSION_OPTIONS), ...Object.keys(PROTOCOL_SETTINGS)]) {
+    ok((PROTOCOL_OPTIONS as readonly string[]).includes(name), `McpEndpoint does not know ${name}`);
+  }
+  deepStrictEqual(
+    REFERENCE_TABLES.flatMap((table) => Object.keys(table)).sort(),
+    Object.values(TABLES)
+      .flatMap((table) => Object.keys(table))
+      .sort(),
+    'startReferenceServer takes every value option of what it is built from',
+  );
+});
+
+test('McpEndpoint and startReferenceServer accept every option of their tables at its default (issue 31 item 8)', () => {
+  const hub = new Hub();
+  const endpointTables: AnyOptionTable[] = [LISTEN_OPTIONS, STREAM_LIMITS, SESSION_OPTIONS, PROTOCOL_SETTINGS, HTTP_SETTINGS];
+  new McpEndpoint({ hub, ...Object.assign({}, ...endpointTables.map((table) => defaultsOf(table))) }).close();
+  hub.close();
+  const all = Object.assign({ redis: 'redis://127.0.0.1:6379' }, ...REFERENCE_TABLES.map((table) => defaultsOf(table)));
+  deepStrictEqual(resolveReferenceOptions(all).endpoint.bodyTimeout, 10_000);
+  deepStrictEqual(resolveReferenceOptions(all).endpoint.maxBodyBytes, 1_048_576);
 });
 
 test.run();

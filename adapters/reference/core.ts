@@ -1,0 +1,160 @@
+// The reference server without its transport: the served folder, the hub its changes are published
+// on, the endpoint (both eras, the reference tools and prompt) and, with `redis`, the fleet or, with
+// `cluster`, the machine. `startReferenceServer` puts it on HTTP, `startReferenceStdio` on stdio.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { Subscription } from 'rxjs';
+import type { RequestContext } from '../../lib/context.js';
+import { Hub, type HubEvent } from '../../lib/hub.js';
+import { hubResources } from '../../lib/resources.js';
+import type { ClusterWorker } from '../cluster/worker.js';
+import { McpEndpoint } from '../http/endpoint.js';
+import { localhostHosts } from '../http/hostCheck.js';
+import type { Logger } from '../logTo.js';
+import { bearer } from './bearer.js';
+import { Catalog } from './catalog.js';
+import { workerChanges } from './clusterNode.js';
+import { ensureDemoData, FileResources, type FileChange } from './files.js';
+import { openFleet, type Fleet } from './fleet.js';
+import { fileTemplates, methods, SERVER_INFO } from './methods.js';
+import { resolveReferenceOptions, type ReferenceServerOptions, type ResolvedReferenceOptions } from './options.js';
+
+/** What a reference server is, whatever carries it (HTTP, or a message channel: `startReferenceStdio`). @internal */
+export interface ReferenceCore {
+  /** The options it was started with, checked, with their defaults. */
+  readonly options: ResolvedReferenceOptions;
+  readonly hub: Hub;
+  readonly endpoint: McpEndpoint;
+  readonly files: FileResources;
+  readonly fleet: Fleet | undefined;
+  /** This worker of a machine's cluster (`cluster`), else `undefined`. */
+  readonly worker: ClusterWorker | undefined;
+  /** The folder's changes, published on the hub. */
+  readonly watching: Subscription;
+  /** True when this start created the directory with the sample files. */
+  readonly createdDemoData: boolean;
+  /** Closes the files, the hub and the fleet, and rethrows `error` (a failed start). */
+  abort(error: unknown): Promise<never>;
+}
+
+/**
+ * The reference server without its transport: the served folder, the hub its changes are published
+ * on, the endpoint (both eras, the reference tools and prompt) and, with `redis`, the fleet.
+ * @internal
+ */
+export async function openReference(options: ReferenceServerOptions = {}): Promise<ReferenceCore> {
+  const resolved = resolveReferenceOptions(options);
+  const { dir, host, tokenSecret, endpoint: settings, redis, nodeId, watchLeaseTtl, redisConnectTimeout, cluster, logger } = resolved;
+  const createdDemoData = await ensureDemoData(path.resolve(dir));
+  const files = await FileResources.open(path.resolve(dir), { ...resolved.files, ...(logger === undefined ? {} : referenceLogs(logger, path.resolve(dir))) });
+  let fleet: Fleet | undefined;
+  let worker: ClusterWorker | undefined;
+  try {
+    fleet = redis === undefined ? undefined : await openFleet(redis, nodeId ?? randomUUID(), watchLeaseTtl, files.root, settings, redisConnectTimeout);
+    worker = cluster ? await joinMachine(settings.capacityRetryAfter) : undefined;
+  } catch (error) {
+    files.close();
+    throw error;
+  }
+  const bus = fleet?.bus ?? worker?.bus;
+  const hub = new Hub(bus === undefined ? {} : { bus });
+  // A failed start (a bad option, a port in use) must not leave the watcher or Redis connections open.
+  const abort = async (error: unknown): Promise<never> => {
+    files.close();
+    hub.close();
+    worker?.close();
+    await fleet?.close();
+    throw error;
+  };
+  const canRead = (uri: string, { auth }: RequestContext) => files.canRead(uri, auth.scopes);
+  const catalog = new Catalog(files);
+  // Bound to a loopback address, the server refuses DNS-rebinding requests (foreign Host or Origin).
+  const loopback = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host) || host.startsWith('127.');
+  let endpoint: McpEndpoint;
+  try {
+    endpoint = new McpEndpoint({
+      hub,
+      ...settings,
+      capabilities: { tools: true, prompts: true, resources: true },
+      authenticate: tokenSecret === undefined ? undefined : bearer(new TextEncoder().encode(tokenSecret)),
+      canRead,
+      methods: methods(files, catalog),
+      ...(fleet === undefined
+        ? {}
+        : { principals: fleet.principals, sessionStore: fleet.sessionStore, eventLog: fleet.eventLog, sessionBus: fleet.sessionBus }),
+      ...worker?.endpointOptions,
+      serverInfo: SERVER_INFO,
+      // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
+      resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead, templates: () => fileTemplates(files) })],
+      ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
+    });
+  } catch (error) {
+    return abort(error);
+  }
+  const publishes = () => fleet === undefined || fleet.publishes;
+  const changes = worker === undefined ? files.changes() : workerChanges(files, hub, worker);
+  const watching: Subscription = changes.subscribe((change) => {
+    if (change.kind === 'tools' || change.kind === 'prompts') {
+      // A list change only when what is listed changed (a rewrite of the same definitions is none).
+      const topic = change.kind;
+      void catalog.listChanged(topic).then((changed) => {
+        if (changed && !watching.closed && publishes()) notify(hub, { topic });
+      });
+      return;
+    }
+    for (const event of hubEvents(change)) {
+      if (publishes()) notify(hub, event);
+    }
+  });
+
+  return { options: resolved, hub, endpoint, files, fleet, worker, watching, createdDemoData, abort };
+}
+
+/** Joins the machine's cluster (mcp-rx-streams/cluster is loaded only then). */
+async function joinMachine(capacityRetryAfter: number): Promise<ClusterWorker> {
+  const { clusterWorker } = await import('../cluster/worker.js');
+  return clusterWorker({ capacityRetryAfter });
+}
+
+/** What the server tells `logger` about the files it serves. */
+function referenceLogs(logger: Logger, dir: string): { onWarning: (message: string) => void; onRootChange: (present: boolean) => void } {
+  return {
+    onWarning: (message) => logger.warn({ event: 'reference_warning' }, message),
+    onRootChange: (present) =>
+      present
+        ? logger.info({ event: 'directory_found', dir }, `the served directory is back: ${dir} (rescanned; changes made meanwhile are reported)`)
+        : logger.warn({ event: 'directory_lost', dir }, `the served directory is gone: ${dir} (nothing is served or reported until it is back)`),
+  };
+}
+
+/**
+ * The hub events a change of the folder's files stands for, in publishing order (a change of
+ * `tools.json` or `prompts.json` is the {@link Catalog}'s to judge).
+ *
+ * A change under `private/` carries scope `private` on every event, the public collection URIs
+ * (`DIR/`) and `resources/list_changed` included: those are published, not dropped, so that a
+ * principal with the scope who watches `DIR/` hears every member's change (DESIGN L5), while
+ * one without it hears nothing at all of activity it may not read (issue 11).
+ */
+function hubEvents(change: Extract<FileChange, { kind: 'updated' | 'listChanged' }>): HubEvent[] {
+  const scoped = change.scope === undefined ? {} : { scope: change.scope };
+  const uris = change.uris.map((uri): HubEvent => ({ topic: 'resource', uri, ...scoped }));
+  return change.kind === 'updated' ? uris : [{ topic: 'resources', ...scoped }, ...uris];
+}
+
+/** Publishes `event` on the hub (with its read scope): to this node's streams and, with a bus, to the fleet's. */
+function notify(hub: Hub, event: HubEvent): void {
+  const options = event.scope === undefined ? undefined : { scope: event.scope };
+  switch (event.topic) {
+    case 'tools':
+      return hub.notifyToolsChanged(options);
+    case 'prompts':
+      return hub.notifyPromptsChanged(options);
+    case 'resources':
+      return hub.notifyResourcesChanged(options);
+    case 'resource':
+      return hub.notifyResourceUpdated(event.uri, options);
+    case 'task':
+      return hub.notifyTask(event.task, options);
+  }
+}
