@@ -3,17 +3,20 @@
 // description, unit and default, and every flag it lists accepted), --dir that does not exist
 // refused unless --demo, and --redis waiting for Redis while local streams are served.
 import { strict as assert } from 'node:assert';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
+import { REFERENCE_TABLES } from '../adapters/reference/options.js';
 import { cli, serving } from './helpers/cli.js';
 import { LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
 import { send } from './helpers/legacy.js';
 import { startRedis } from './helpers/redis.js';
+
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
 /** The `--flag` names of a help text's flag lines. */
 const flagsOf = (help: string) => [...help.matchAll(/^ {2}(?:-\w, )?--([a-z-]+)/gm)].map((match) => match[1]!);
@@ -35,6 +38,29 @@ test('serve --help: every flag on one line with a description; value flags with 
   }
   assert.match(help, /--keep-alive-interval MS +.*\[milliseconds; default: 15000\]/);
   assert.match(help, /--dir DIR +.*must exist unless --demo \[default: \.\/demo-data\]/);
+});
+
+test('serve has a flag for every option of startReferenceServer that declares one, named after it', async () => {
+  const run = cli(['serve', '--help']);
+  assert.equal(await run.exited, 0);
+  const flags = flagsOf(run.out());
+  for (const table of REFERENCE_TABLES) {
+    for (const [name, spec] of Object.entries(table)) {
+      const flag = name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+      assert.equal(flags.includes(flag), spec.flag !== false, `${name}: --${flag} ${spec.flag === false ? 'is declared without a flag' : 'is missing from serve --help'}`);
+    }
+  }
+});
+
+test("README's options tables name every serve flag, and no flag serve does not have", async () => {
+  const run = cli(['serve', '--help']);
+  assert.equal(await run.exited, 0);
+  const flags = flagsOf(run.out());
+  const section = README.slice(README.indexOf('\n## Options\n'), README.indexOf('\n## Layout\n'));
+  const rows = section.split('\n').filter((line) => line.startsWith('| '));
+  const named = new Set(rows.flatMap((row) => [...row.matchAll(/`--([a-z-]+)/g)].map((match) => match[1]!)));
+  for (const flag of flags) if (flag !== 'help') assert.ok(named.has(flag), `README's options tables do not name --${flag}`);
+  for (const flag of named) assert.ok(flags.includes(flag), `README names --${flag}, which serve does not have`);
 });
 
 test('listen --help lists its flags the same way', async () => {

@@ -1,6 +1,6 @@
 // The `--log-level` and `--log-format` values of `mcp-rx-streams serve`, apart from the logger
-// itself (adapters/cliLog.ts) so that `--help` and `listen` do not load pino.
-import type { Logger } from './logTo.js';
+// itself (adapters/cli/log.ts) so that `--help` and `listen` do not load pino.
+import type { Logger } from '../logTo.js';
 
 /** The `--log-level` values, quietest first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;

@@ -4,7 +4,7 @@
 // pino, it takes a logger (`logTo`).
 import pino from 'pino';
 import pretty from 'pino-pretty';
-import type { CliLogger, LogFormat, LogLevel } from './cliLogLevels.js';
+import type { CliLogger, LogFormat, LogLevel } from './logLevels.js';
 
 /**
  * The CLI's logger on stderr (file descriptor 2).

@@ -1,10 +1,10 @@
 // What `mcp-rx-streams serve` logs as it starts: where it listens, what it serves, who may call it,
 // which protocol revisions, and what --demo created.
 import path from 'node:path';
-import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from '../lib/protocol.js';
-import type { Logger } from './logTo.js';
-import { DEMO_FILES } from './reference/demoData.js';
-import type { ReferenceServer } from './reference/server.js';
+import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
+import type { Logger } from '../logTo.js';
+import { DEMO_FILES } from '../reference/demoData.js';
+import type { ReferenceServer } from '../reference/server.js';
 
 /**
  * Logs the start of the reference server (`info`): its URL, the directory it serves (and what
