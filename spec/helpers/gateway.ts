@@ -17,6 +17,7 @@ import { nodeHandler } from '../../adapters/http/node.js';
 import { startReferenceServer, type ReferenceServer } from '../../adapters/reference/server.js';
 import { upstreamGateway, type UpstreamGateway, type UpstreamGatewayOptions } from '../../adapters/upstream/index.js';
 import { Hub } from '../../lib/hub.js';
+import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
 import type { ResourceProvider } from '../../lib/resources.js';
 import { within } from './wait.js';
 
@@ -125,4 +126,14 @@ export async function legacyClient(url: URL) {
   const transport = new LegacyTransport(url);
   await within(client.connect(transport), WAIT_MS, 'the 1.x client to connect');
   return { client, transport, updated, toolsChanged: () => toolsChanged, resourcesChanged: () => resourcesChanged };
+}
+
+/** The filter an acknowledgment honours (`params.notifications`). */
+export function acknowledged(message: JsonRpcMessage | undefined): unknown {
+  return (message as { params?: { notifications?: unknown } } | undefined)?.params?.notifications;
+}
+
+/** The `params.uri` of a notification, if it has one. */
+export function uriOf(message: JsonRpcMessage | undefined): string | undefined {
+  return (message as { params?: { uri?: string } } | undefined)?.params?.uri;
 }

@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import { listen } from '../../adapters/client.js';
 import { upstreamChannels, upstreamUri, type UpstreamStateEvent } from '../../adapters/upstream/index.js';
 import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
-import { legacyClient, referenceUpstream, sleep, startGateway, until } from '../helpers/gateway.js';
+import { acknowledged, legacyClient, referenceUpstream, sleep, startGateway, until, uriOf } from '../helpers/gateway.js';
 import { within } from '../helpers/wait.js';
 
 const FAST = { initialDelay: 20, maxDelay: 100, jitter: 0 };
@@ -40,7 +40,6 @@ async function freePort(): Promise<number> {
 }
 
 const methodOf = (message: JsonRpcMessage) => (message as { method?: string }).method;
-const uriOf = (message: JsonRpcMessage) => (message as { params?: { uri?: string } }).params?.uri;
 
 for (const failMode of ['open', 'closed'] as const) {
   test(`an upstream that never answers: the ack waits ackTimeout for it, then ${failMode === 'open' ? 'honours' : 'leaves out'} its URI (fail-${failMode}); the healthy upstream's URI is honoured and heard meanwhile`, async () => {
@@ -66,7 +65,7 @@ for (const failMode of ['open', 'closed'] as const) {
     try {
       await until(() => messages.length === 1, 'the acknowledgment');
       ok(ackedAt - started >= 280, `the ack waited for the stalled upstream up to ackTimeout: ${ackedAt - started} ms`);
-      deepStrictEqual((messages[0] as { params: { notifications: unknown } }).params.notifications, { resourceSubscriptions: failMode === 'open' ? [a, s] : [a] });
+      deepStrictEqual(acknowledged(messages[0]), { resourceSubscriptions: failMode === 'open' ? [a, s] : [a] });
       ok(stalled.requests() >= 1, 'the stalled upstream was asked');
       healthy.server.hub.notifyResourceUpdated(healthy.uri('a.txt'));
       await until(() => messages.length === 2, 'the update of the healthy upstream');
@@ -107,7 +106,7 @@ test('fail-open: a URI of an upstream that is down is honoured, and heard once t
     const subscription = listen({ url: front.url, notifications: { resourceSubscriptions: [uri] } }).subscribe((message) => messages.push(message));
     try {
       await until(() => messages.length === 1, 'the acknowledgment');
-      deepStrictEqual((messages[0] as { params: { notifications: unknown } }).params.notifications, { resourceSubscriptions: [uri] });
+      deepStrictEqual(acknowledged(messages[0]), { resourceSubscriptions: [uri] });
       strictEqual(front.gateway.stats[0]!.state, 'retrying');
       upstream = await referenceUpstream({}, port, dir);
       await until(() => front.gateway.stats[0]!.state === 'open', 'the upstream to be reached');
@@ -143,7 +142,7 @@ for (const era of ['modern', 'legacy'] as const) {
     const after = (from: number) => messages.slice(from).map((message) => `${methodOf(message)}${uriOf(message) === undefined ? '' : ` ${uriOf(message) === a ? 'a' : 'b'}`}`);
     try {
       await until(() => messages.length === 1 && front.gateway.stats[0]!.state === 'open', 'the acknowledgment');
-      deepStrictEqual((messages[0] as { params: { notifications: unknown } }).params.notifications, { resourcesListChanged: true, resourceSubscriptions: [a, b] });
+      deepStrictEqual(acknowledged(messages[0]), { resourcesListChanged: true, resourceSubscriptions: [a, b] });
       upstream.server.hub.notifyResourceUpdated(upstream.uri('a.txt'));
       await until(() => messages.length === 2, 'the first update');
 

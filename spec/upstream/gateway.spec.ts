@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import { listen } from '../../adapters/client.js';
 import { upstreamUri } from '../../adapters/upstream/index.js';
 import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
-import { legacyClient, modernClient, referenceUpstream, startGateway, until, WAIT_MS } from '../helpers/gateway.js';
+import { acknowledged, legacyClient, modernClient, referenceUpstream, startGateway, until, uriOf, WAIT_MS } from '../helpers/gateway.js';
 import { within } from '../helpers/wait.js';
 
 const ERAS = ['modern', 'legacy'] as const;
@@ -85,11 +85,11 @@ test('a listen naming URIs of two upstreams (one of each era) is acknowledged wi
   const subscription = listen({ url: front.url, notifications: { resourceSubscriptions: [b, unknown, a, upstreamUri('one', one.uri('nope'))] } }).subscribe((message) => messages.push(message));
   try {
     await until(() => messages.length === 1, 'the acknowledgment');
-    deepStrictEqual((messages[0] as { params: { notifications: unknown } }).params.notifications, { resourceSubscriptions: [b, a] });
+    deepStrictEqual(acknowledged(messages[0]), { resourceSubscriptions: [b, a] });
     one.server.hub.notifyResourceUpdated(one.uri('a.txt'));
     two.server.hub.notifyResourceUpdated(two.uri('b.txt'));
     await until(() => messages.length === 3, 'both updates');
-    deepStrictEqual(new Set(messages.slice(1).map((message) => (message as { params: { uri: string } }).params.uri)), new Set([a, b]));
+    deepStrictEqual(new Set(messages.slice(1).map(uriOf)), new Set([a, b]));
   } finally {
     subscription.unsubscribe();
     await front.close();
