@@ -1,6 +1,6 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { Frame, MessageFrame } from '../lib/frame.js';
-import type { EventLog } from '../lib/replayBuffer.js';
+import { type EventLog, isThenable } from '../lib/replayBuffer.js';
 import { implementing } from '../lib/validate.js';
 import { HeldFrames, type HeldFramesSink } from './heldFrames.js';
 import { DisposingStage, stageOperator } from './stage.js';
@@ -109,5 +109,118 @@ export class ReplayStage extends DisposingStage<Frame> implements HeldFramesSink
       if (!Number.isNaN(id)) this.newestId = id;
     }
     this.out.push(frame);
+  }
+}
+
+const DECIMAL = /^[0-9]+$/;
+
+/** A frame's event id as a number (the priming event's too); `undefined` for a comment or a frame without a decimal id. */
+function idOf(frame: Frame): number | undefined {
+  const id = frame.type === 'comment' ? undefined : frame.eventId;
+  return id !== undefined && DECIMAL.test(id) ? Number(id) : undefined;
+}
+
+/**
+ * The seam of {@link replayFrom} kept for the whole life of a legacy GET stream whose session's log
+ * other nodes append to as well (a fleet's log on Redis, a machine's in its primary): ids on the
+ * stream stay gapless across a move of the session between nodes.
+ *
+ * The ids of one log are consecutive (`ReplayBuffer`, `redisEventLogs` and a cluster's logs all
+ * count by one). A node that still held the session's subscriptions when its client reconnected
+ * elsewhere (its grace period, until it hears the new node's claim) logs a change under ids the new
+ * stream never sees live. So, placed after the priming event (the id the client resumes from), the
+ * stage follows the last id written, and a frame whose id skips some holds the stream while it
+ * reads the skipped ones from the log (`after(last)`) and writes them first, in order; then the
+ * frame. A frame whose id was written already is skipped. Ids the log no longer holds (trimmed to
+ * its capacity, or a failed read) cannot be written: `onLost` is told once per gap (the endpoint
+ * then sends the session the re-read signal, with new ids, after them), and the stream goes on.
+ *
+ * Without a priming event (a revision before 2025-11-25) the first frame's id is where it starts.
+ * Comment frames pass as they come, unless a read is under way (then they wait behind it).
+ * @internal
+ */
+export class GapStage extends DisposingStage<Frame> {
+  /** The id last written: the priming event's or a frame's; -1 before either. */
+  private last = -1;
+  /** A read of skipped ids is under way: frames wait in `waiting`, in order. */
+  private reading = false;
+  private ending = false;
+  private stopped = false;
+  private waiting: Frame[] = [];
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly onLost: () => void,
+  ) {
+    super();
+  }
+
+  push(frame: Frame): void {
+    if (this.reading) this.waiting.push(frame);
+    else this.pass(frame);
+  }
+
+  override end(): void {
+    if (this.reading) this.ending = true;
+    else super.end();
+  }
+
+  override dispose(): void {
+    this.stopped = true;
+    this.waiting = [];
+  }
+
+  private pass(frame: Frame): void {
+    const id = idOf(frame);
+    if (id === undefined) return this.out.push(frame);
+    if (frame.type === 'prime' || this.last < 0) {
+      this.last = id;
+      return this.out.push(frame);
+    }
+    if (id <= this.last) return;
+    if (id === this.last + 1) {
+      this.last = id;
+      return this.out.push(frame);
+    }
+    // Skipped ids: read them first; this frame waits at the head of the line.
+    this.reading = true;
+    this.waiting.unshift(frame);
+    this.read(this.last, id);
+  }
+
+  private read(after: number, before: number): void {
+    let frames: readonly MessageFrame[] | PromiseLike<readonly MessageFrame[]>;
+    try {
+      frames = this.log.after(String(after));
+    } catch {
+      return this.filled([], before);
+    }
+    if (!isThenable(frames)) return this.filled(frames, before);
+    frames.then(
+      (read) => this.filled(read, before),
+      () => this.filled([], before),
+    );
+  }
+
+  /** The log's frames after the last id written: those before `before` go out in order; a hole among them is lost. */
+  private filled(frames: readonly MessageFrame[], before: number): void {
+    if (this.stopped) return;
+    let lost = false;
+    for (const frame of frames) {
+      const id = idOf(frame);
+      if (id === undefined || id <= this.last || id >= before) continue;
+      if (id !== this.last + 1) lost = true;
+      this.last = id;
+      this.out.push(frame);
+    }
+    if (this.last < before - 1) {
+      lost = true;
+      this.last = before - 1;
+    }
+    // Told while the frame that found the gap still waits: what it sends at once comes after it.
+    if (lost) this.onLost();
+    this.reading = false;
+    while (!this.reading && !this.stopped && this.waiting.length > 0) this.pass(this.waiting.shift()!);
+    if (!this.reading && this.ending && !this.stopped) super.end();
   }
 }
