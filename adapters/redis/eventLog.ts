@@ -59,9 +59,9 @@ const DECIMAL = /^[0-9]+$/;
  * session's list and trims it to `capacity`. The frame is stored as its plain JSON with its
  * topic and coalescing key; a replayed frame is rebuilt from them (`priority: 'notification'`,
  * `encoded.plain` as stored, written byte for byte as it was the first time). `after(n)` reads
- * the list and keeps the ids above `n` (`undefined`/`null` → none, non-numeric → all kept).
- * Both keys expire `ttl` after the last append (and with the record, see
- * {@link RedisSessionStore}).
+ * the list and keeps the ids above `n` (`undefined`/`null` → none, non-numeric → all kept);
+ * `newestId()` reads the counter, the id a GET stream primes its client with (DESIGN L7). Both
+ * keys expire `ttl` after the last append (and with the record, see {@link RedisSessionStore}).
  *
  * Commands are not queued while Redis is unreachable: an append fails at once (the endpoint
  * reports it on `channels.error` and does not write that frame), and so does a reconnect's read.
@@ -113,6 +113,11 @@ class RedisEventLog implements EventLog {
     const entry = `${JSON.stringify([frame.topic ?? null, frame.coalesceKey ?? null])}\n${plain}`;
     const id = await this.connection.eval(APPEND, 2, this.keys.record, this.keys.log, this.capacity, this.ttl, entry);
     return stamp(frame, String(id));
+  }
+
+  /** The session's counter (a field of its record): the id of its newest frame, `'0'` before the first. */
+  async newestId(): Promise<string> {
+    return (await this.connection.hget(this.keys.record, 'lastEventId')) ?? '0';
   }
 
   async after(lastEventId: string | null | undefined): Promise<readonly MessageFrame[]> {
