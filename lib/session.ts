@@ -17,10 +17,25 @@ export interface SessionRecord {
   readonly lastActivity: number;
   /** The node that holds the session's live GET stream (a fleet, see {@link SessionBus}); absent or `null` when none does. */
   readonly streamNode?: string | null;
+  /**
+   * The node that keeps the session's subscriptions live, logging their changes into its event log:
+   * the node of its GET stream, or, while it has none, the node in its grace period or the node that
+   * took it up after its keeper stopped or died (a fleet, see {@link SessionStore.takeUp}); absent
+   * or `null` when none does.
+   */
+  readonly keeper?: string | null;
+  /** The read scopes of its latest GET stream's caller: what a node that takes the session up subscribes with. */
+  readonly scopes?: readonly string[];
 }
 
 /** The fields of a {@link SessionRecord} that change after creation. */
-export type SessionChanges = Partial<Pick<SessionRecord, 'subscriptions' | 'lastActivity' | 'streamNode'>>;
+export type SessionChanges = Partial<Pick<SessionRecord, 'subscriptions' | 'lastActivity' | 'streamNode' | 'keeper' | 'scopes'>>;
+
+/** A session and the node that keeps it, as {@link SessionStore.keptBy} lists them. */
+export interface KeptSession {
+  readonly id: string;
+  readonly keeper: string;
+}
 
 /**
  * What one node tells the others about a session (a fleet sharing a {@link SessionStore}):
@@ -30,14 +45,25 @@ export type SessionChanges = Partial<Pick<SessionRecord, 'subscriptions' | 'last
  *   node holding the stream establishes or drops it;
  * - `ended`: the session was deleted or evicted; every node forgets it;
  * - `revoke`: every session of `principal` ends, on every node (their GET streams end with
- *   `reason`, their records are removed); published with the session id `''`, as it names none.
+ *   `reason`, their records are removed); published with the session id `''`, as it names none;
+ * - `orphaned`: the session's keeper `node` stops (`died: false`: it keeps the subscriptions live
+ *   until another node has taken them) or died (`died: true`: changes since may be missing); a node
+ *   that can takes the session up ({@link SessionStore.takeUp}: one node wins) and says `kept`;
+ * - `kept`: `node` took the session up: it keeps its subscriptions live, without a GET stream,
+ *   until a GET claims the session or its grace period ends; a node that kept it without a stream
+ *   lets go (a node with its GET stream keeps it: a `claimed` ends the take-up instead);
+ * - `left`: node `node` of the fleet died (its heartbeat expired); never published: a bus that
+ *   notices a death hands it to its own node, once in the fleet, with the session id `''`.
  */
 export type SessionCommand =
   | { readonly kind: 'claimed'; readonly node: string }
   | { readonly kind: 'subscribe'; readonly uri: string }
   | { readonly kind: 'unsubscribe'; readonly uri: string }
   | { readonly kind: 'ended' }
-  | { readonly kind: 'revoke'; readonly principal: string; readonly reason: CloseReason };
+  | { readonly kind: 'revoke'; readonly principal: string; readonly reason: CloseReason }
+  | { readonly kind: 'orphaned'; readonly node: string; readonly died: boolean }
+  | { readonly kind: 'kept'; readonly node: string }
+  | { readonly kind: 'left'; readonly node: string };
 
 /**
  * Relays {@link SessionCommand}s between the nodes of a fleet, so that a session's POSTs and its
@@ -51,6 +77,12 @@ export interface SessionBus {
   publish(sessionId: string, command: SessionCommand): void | Promise<void>;
   /** Starts delivering other nodes' commands; returns a function that stops. */
   connect(deliver: (sessionId: string, command: SessionCommand) => void): () => void;
+  /**
+   * This node is stopping and hands its sessions over (`orphaned`): how many other nodes may take
+   * them up now. 0 tells it that nobody will, so it need not wait. Optional: without it a stopping
+   * node waits for the `kept` of each session it hands over (a few seconds at most).
+   */
+  leave?(): number | Promise<number>;
 }
 
 /**
@@ -72,6 +104,19 @@ export interface SessionStore {
    * sweep. A store that expires records by itself (a TTL) may return an empty list.
    */
   idleSince(cutoff: number): readonly string[] | Promise<readonly string[]>;
+  /**
+   * Makes `to` the session's keeper if `from` is (`null`: none), atomically, and forgets a GET
+   * stream recorded on `from` (it stopped or died): how a node takes up a session whose keeper
+   * stopped or died, exactly one of the nodes that try winning, and how a keeper lets go (`to`
+   * `null`) without undoing a newer keeper. False when the keeper is another (or the record is gone).
+   * Optional: a store without it leaves a stopped or dead node's sessions to their clients' next GET.
+   */
+  takeUp?(id: string, from: string | null, to: string | null): boolean | Promise<boolean>;
+  /**
+   * The sessions kept by `node` or by a worker of it (a keeper `node/…`: a machine's workers under
+   * their primary), for a node that learnt of its death. Optional, as {@link takeUp}.
+   */
+  keptBy?(node: string): readonly KeptSession[] | Promise<readonly KeptSession[]>;
 }
 
 /**
@@ -112,6 +157,25 @@ export class MemorySessionStore implements SessionStore {
     for (const record of this.#records.values()) if (record.lastActivity < cutoff) ids.push(record.id);
     return ids;
   }
+
+  takeUp(id: string, from: string | null, to: string | null): boolean {
+    const record = this.#records.get(id);
+    if (record === undefined || (record.keeper ?? null) !== from) return false;
+    const streamNode = from !== null && record.streamNode === from ? null : record.streamNode;
+    this.#records.set(id, stored({ ...record, keeper: to, streamNode }));
+    return true;
+  }
+
+  keptBy(node: string): readonly KeptSession[] {
+    const kept: KeptSession[] = [];
+    for (const { id, keeper } of this.#records.values()) if (typeof keeper === 'string' && keptByNode(keeper, node)) kept.push({ id, keeper });
+    return kept;
+  }
+}
+
+/** True when `keeper` is `node` or one of its workers (`node/…`). @internal */
+export function keptByNode(keeper: string, node: string): boolean {
+  return keeper === node || (keeper.length > node.length && keeper.startsWith(node) && keeper[node.length] === '/');
 }
 
 /**
@@ -120,8 +184,12 @@ export class MemorySessionStore implements SessionStore {
  * session, and a server holds thousands).
  */
 function stored(record: SessionRecord): SessionRecord {
-  const { id, principal, protocolVersion, lastActivity, streamNode } = record;
+  const { id, principal, protocolVersion, lastActivity, streamNode, keeper, scopes } = record;
   const subscriptions = frozen(record.subscriptions);
+  if (keeper !== undefined || scopes !== undefined) {
+    // A session of a fleet or a machine, once a GET claimed it.
+    return Object.freeze({ id, principal, protocolVersion, subscriptions, lastActivity, streamNode: streamNode ?? null, keeper: keeper ?? null, scopes: frozen(scopes ?? []) });
+  }
   return Object.freeze(
     streamNode === undefined
       ? { id, principal, protocolVersion, subscriptions, lastActivity }

@@ -2,7 +2,7 @@
 // the event logs, and the session caps that a worker alone cannot apply (it sees its own sessions).
 import type { EventLog } from '../../lib/replayBuffer.js';
 import { isThenable } from '../../lib/replayBuffer.js';
-import type { SessionChanges, SessionRecord, SessionStore } from '../../lib/session.js';
+import type { KeptSession, SessionChanges, SessionCommand, SessionRecord, SessionStore } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
 import { RelayedFrame, toLogged } from './frames.js';
 import type { LoggedFrame, WireFrame } from './protocol.js';
@@ -56,7 +56,9 @@ export interface MachineSessionsInit {
  * - the idle sweep: a session idle past `sessionIdleTimeout` whose GET stream no live worker holds
  *   is ended (a worker's own sweep only sees the sessions it holds);
  * - a worker's death: the sessions whose GET stream it held are free again (`streamNode` cleared,
- *   counted active from then, so that their clients have `sessionIdleTimeout` to reconnect).
+ *   counted active from then, so that their clients have `sessionIdleTimeout` to reconnect), and
+ *   the sessions it kept live (`keeper`: its GET streams, grace periods, take-ups) are named, for
+ *   the primary to offer them to the other workers ({@link keptBy}).
  * @internal
  */
 export class MachineSessions {
@@ -64,6 +66,8 @@ export class MachineSessions {
   readonly #known = new Map<string, Known>();
   readonly #byPrincipal = new Map<string, Set<string>>();
   readonly #logs = new Map<string, EventLog>();
+  // The keeper of each session a worker of this machine keeps, as the workers' updates and take-ups say.
+  readonly #keepers = new Map<string, string>();
 
   constructor(init: MachineSessionsInit) {
     this.#init = init;
@@ -96,6 +100,7 @@ export class MachineSessions {
   }
 
   update(id: string, changes: SessionChanges): void | Promise<void> {
+    if (changes.keeper !== undefined) this.#keep(id, changes.keeper);
     const known = this.#known.get(id);
     if (known !== undefined) {
       if (changes.lastActivity !== undefined) known.lastActivity = changes.lastActivity;
@@ -107,6 +112,31 @@ export class MachineSessions {
   delete(id: string): void | Promise<void> {
     this.#forget(id);
     return this.#init.store.delete(id);
+  }
+
+  /** `SessionStore.takeUp` of the store (false without one), one worker's at a time. */
+  async takeUp(id: string, from: string | null, to: string | null): Promise<boolean> {
+    const won = (await this.#init.store.takeUp?.(id, from, to)) === true;
+    if (won) this.#keep(id, to);
+    return won;
+  }
+
+  /** The sessions a worker kept live, as far as this machine knows (for the primary to offer them when it dies). */
+  keptBy(nodeId: string): KeptSession[] {
+    const kept: KeptSession[] = [];
+    for (const [id, keeper] of this.#keepers) if (keeper === nodeId) kept.push({ id, keeper });
+    return kept;
+  }
+
+  /** What the fleet says of a session another machine now keeps or holds: no worker here keeps it. */
+  heard(id: string, command: SessionCommand): void {
+    if ((command.kind === 'claimed' || command.kind === 'kept') && this.#keepers.has(id)) this.#keepers.delete(id);
+    else if (command.kind === 'ended') this.#keepers.delete(id);
+  }
+
+  #keep(id: string, keeper: string | null): void {
+    if (keeper === null) this.#keepers.delete(id);
+    else this.#keepers.set(id, keeper);
   }
 
   /** Logs `appends` (session id, index into `frames`) pairs in order; the ids, in the same order. */
@@ -174,6 +204,7 @@ export class MachineSessions {
 
   #forget(id: string): void {
     this.#logs.delete(id);
+    this.#keepers.delete(id);
     const known = this.#known.get(id);
     if (known === undefined) return;
     this.#known.delete(id);

@@ -4,7 +4,7 @@ import { Subject, type Observable, type Subscription, timer } from 'rxjs';
 import type { HubBus, HubEvent } from '../../lib/hub.js';
 import { PrincipalRegistry, type PrincipalCap } from '../../lib/principals.js';
 import { isThenable, ReplayBuffer, type EventLog } from '../../lib/replayBuffer.js';
-import { MemorySessionStore, type SessionBus, type SessionCommand, type SessionStore } from '../../lib/session.js';
+import { type KeptSession, MemorySessionStore, type SessionBus, type SessionCommand, type SessionStore } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
 import { DEFAULT_STREAM_LIMITS } from '../../lib/options.js';
 import { callback, implementing, milliseconds, options as validOptions, positiveInteger, string } from '../../lib/validate.js';
@@ -205,6 +205,10 @@ export class Primary implements ClusterPrimary {
   readonly #leases: MachineLeases;
   readonly #newestId: boolean;
   readonly #disconnects: (() => void)[] = [];
+  // Workers that stop (they handed their sessions over): offered no session any more.
+  readonly #leaving = new Set<Member>();
+  // Sessions of a dead worker when no worker was left to take them up (and no fleet), by keeper.
+  readonly #unkept = new Map<string, string>();
   readonly #sweep: Subscription;
   #stats = { hubEvents: 0, appends: 0, batches: 0 };
   #closed = false;
@@ -237,7 +241,7 @@ export class Primary implements ClusterPrimary {
     // Whether a GET stream can prime its client with the newest id (a log without it primes with retry: only).
     this.#newestId = typeof config.eventLog(`${config.nodeId}/probe`).newestId === 'function';
     if (config.bus !== undefined) this.#disconnects.push(config.bus.connect((event) => this.#hub(undefined, event), () => this.#all({ k: 'resync' })));
-    if (config.sessionBus !== undefined) this.#disconnects.push(config.sessionBus.connect((sid, command) => this.#all({ k: 'session', sid, c: command })));
+    if (config.sessionBus !== undefined) this.#disconnects.push(config.sessionBus.connect((sid, command) => this.#fleetSession(sid, command)));
     this.#sweep = timer(config.sessionPruneInterval, config.sessionPruneInterval).subscribe(() => this.#sessions.sweep());
     source.on('message', this.#message);
     source.on('exit', this.#exit);
@@ -285,6 +289,10 @@ export class Primary implements ClusterPrimary {
       member = new Member(worker, this.nodeId);
       this.#members.set(worker, member);
       this.#events.next({ kind: 'joined', worker: worker.id, pid: worker.process.pid, nodeId: member.nodeId });
+      // Sessions of a dead worker nobody was left to take up: offered to the newcomer.
+      const unkept = [...this.#unkept];
+      this.#unkept.clear();
+      for (const [sid, node] of unkept) member.send({ k: 'session', sid, c: { kind: 'orphaned', node, died: true } });
     }
     return member;
   }
@@ -350,6 +358,8 @@ export class Primary implements ClusterPrimary {
         return sessions.update(args[0] as string, args[1] as Calls['store.update'][0][1]);
       case 'store.delete':
         return sessions.delete(args[0] as string);
+      case 'store.takeUp':
+        return sessions.takeUp(args[0] as string, args[1] as string | null, args[2] as string | null);
       case 'log.append': {
         const appends = args[1] as Calls['log.append'][0][1];
         this.#stats.appends += appends.length / 2;
@@ -361,6 +371,8 @@ export class Primary implements ClusterPrimary {
         return sessions.newestId(args[0] as string);
       case 'session.publish':
         return this.#publish(member, args[0] as string, args[1] as SessionCommand);
+      case 'session.leave':
+        return this.#leave(member);
       case 'revoke':
         return this.#cap.revoke(args[0] as string, args[1] as string);
     }
@@ -370,6 +382,47 @@ export class Primary implements ClusterPrimary {
   #publish(from: Member, sid: string, command: SessionCommand): void | Promise<void> {
     for (const member of this.#members.values()) if (member !== from) member.send({ k: 'session', sid, c: command });
     return this.#config.sessionBus?.publish(sid, command);
+  }
+
+  /**
+   * Worker `member` stops and hands its sessions over: it is offered none from now on; the answer is
+   * how many nodes may take them up: the workers that stay or, once none does (the machine stops),
+   * the fleet's other nodes (the machine then leaves the fleet: `SessionBus.leave`).
+   */
+  async #leave(member: Member): Promise<number> {
+    this.#leaving.add(member);
+    let staying = 0;
+    for (const other of this.#members.values()) if (!this.#leaving.has(other)) staying++;
+    const fleet = this.#config.sessionBus;
+    if (staying > 0 || fleet === undefined) return staying;
+    return fleet.leave === undefined ? 1 : await fleet.leave();
+  }
+
+  /** Sessions a worker kept when it died (or that a dead fleet node kept): offered to the workers that stay, who race to take them up. */
+  #orphan(kept: readonly KeptSession[]): void {
+    const staying = [...this.#members.values()].filter((member) => !this.#leaving.has(member));
+    for (const { id: sid, keeper: node } of kept) {
+      const c: SessionCommand = { kind: 'orphaned', node, died: true };
+      if (staying.length > 0) for (const member of staying) member.send({ k: 'session', sid, c });
+      else if (this.#config.sessionBus !== undefined) Promise.resolve(this.#config.sessionBus.publish(sid, c)).catch((error: unknown) => reportError('source', error));
+      else this.#unkept.set(sid, node);
+    }
+  }
+
+  /**
+   * A session command from the fleet: to every worker, except the death of a node (`left`, heard by
+   * this machine alone): the sessions it kept are read once here and offered to the workers.
+   */
+  #fleetSession(sid: string, command: SessionCommand): void {
+    if (command.kind !== 'left') {
+      this.#sessions.heard(sid, command);
+      return this.#all({ k: 'session', sid, c: command });
+    }
+    const listed = this.#config.sessionStore.keptBy?.(command.node);
+    Promise.resolve(listed ?? []).then(
+      (kept) => this.#orphan(kept),
+      (error: unknown) => reportError('source', error),
+    );
   }
 
   /** The machine ended a session (caps, idle sweep): every worker, and the fleet, forget it. */
@@ -390,6 +443,8 @@ export class Primary implements ClusterPrimary {
     const slots = this.#slots.memberLeft(member);
     const streams = this.#cap.memberLeft(member);
     const sessions = this.#sessions.nodeLeft(member.nodeId);
+    this.#leaving.delete(member);
+    this.#orphan(this.#sessions.keptBy(member.nodeId));
     this.#events.next({ kind: 'left', worker: worker.id, pid: worker.process.pid, nodeId: member.nodeId, code, signal, released: { slots, streams, sessions } });
     this.#leases.memberLeft(member);
   };

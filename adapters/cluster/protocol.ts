@@ -52,11 +52,15 @@ export interface Calls {
   'store.get': [args: [id: string], answer: SessionRecord | null];
   'store.update': [args: [id: string, changes: SessionChanges], answer: null];
   'store.delete': [args: [id: string], answer: null];
+  /** `SessionStore.takeUp`: false when the store has none. */
+  'store.takeUp': [args: [id: string, from: string | null, to: string | null], answer: boolean];
   /** Appends: the distinct frames, then (session id, frame index) pairs; answers the ids in order. */
   'log.append': [args: [frames: readonly WireFrame[], appends: readonly (string | number)[]], answer: readonly string[]];
   'log.after': [args: [sessionId: string, lastEventId: string | null], answer: readonly LoggedFrame[]];
   'log.newest': [args: [sessionId: string], answer: string];
   'session.publish': [args: [sessionId: string, command: SessionCommand], answer: null];
+  /** The worker stops and hands its sessions over: how many nodes (other workers, the fleet's) may take them up. */
+  'session.leave': [args: [], answer: number];
   /** Ends every listen stream of a principal on every worker (and, with a shared cap, beyond). */
   revoke: [args: [principal: string, reason: string], answer: null];
 }

@@ -43,6 +43,11 @@ export class ClusterSessionStore implements SessionStore {
     await this.link.call('store.delete', [id]);
   }
 
+  /** Through the primary (one at a time for the machine; the fleet's store decides between machines). */
+  async takeUp(id: string, from: string | null, to: string | null): Promise<boolean> {
+    return await this.link.call('store.takeUp', [id, from, to]);
+  }
+
   /** Always empty: the primary evicts the idle sessions nobody holds (a worker's own it ends itself). */
   idleSince(_cutoff: number): readonly string[] {
     return [];
@@ -78,6 +83,11 @@ export class ClusterSessionBus implements SessionBus {
 
   async publish(sessionId: string, command: SessionCommand): Promise<void> {
     await this.link.call('session.publish', [sessionId, command]);
+  }
+
+  /** Tells the primary this worker stops (it offers it no session from now on); how many nodes may take its sessions up. */
+  async leave(): Promise<number> {
+    return await this.link.call('session.leave', []);
   }
 
   connect(deliver: (sessionId: string, command: SessionCommand) => void): () => void {

@@ -1,8 +1,8 @@
-import { BehaviorSubject, distinctUntilChanged, type Observable } from 'rxjs';
+import { BehaviorSubject, distinctUntilChanged, type Observable, type Subscription, timer } from 'rxjs';
 import { isCloseReason } from '../../lib/frame.js';
 import type { SessionBus, SessionCommand } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
-import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady, subscriberOptions } from './connection.js';
+import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, keyBeside, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady, subscriberOptions } from './connection.js';
 import { tryParseJson } from '../../lib/jsonrpc.js';
 
 /** Options of {@link RedisSessionBus}. */
@@ -17,7 +17,33 @@ export interface RedisSessionBusOptions {
   readonly maxReconnectDelay?: number;
   /** How long a publish may wait for Redis's acknowledgment before it fails, in milliseconds; defaults to 2000. */
   readonly publishTimeout?: number;
+  /**
+   * How long a node counts as alive after its last heartbeat, in milliseconds; defaults to 10 000
+   * (as `RedisPrincipalCap`'s). Every node beats every third of it; one node of the fleet notices a
+   * node whose last heartbeat is older (`left`) and takes up the legacy sessions it kept.
+   */
+  readonly heartbeatTtl?: number;
 }
+
+// KEYS: the nodes' sorted set (score: each node's last heartbeat, Redis server time in ms). ARGV:
+// this node's id, heartbeatTtl. Records this node's heartbeat and removes the nodes whose last one
+// is older than the ttl, returning them: each dead node to the one node whose beat removed it.
+const BEAT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ARGV[2])))
+if #dead > 0 then redis.call('ZREM', KEYS[1], unpack(dead)) end
+return dead`;
+
+// KEYS: the nodes' sorted set. ARGV: this node's id, heartbeatTtl. This node leaves the set (it
+// stops: nobody is to take its sessions up as a dead node's, nor count on it to take theirs); the
+// nodes alive now.
+const LEAVE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[1], now - tonumber(ARGV[2]), '+inf')`;
 
 /** Counters of a {@link RedisSessionBus} since it was created. */
 export interface RedisSessionBusStats {
@@ -29,6 +55,8 @@ export interface RedisSessionBusStats {
   readonly received: number;
   /** Messages on the channel that were not a well-formed command, ignored. */
   readonly malformed: number;
+  /** Nodes whose heartbeat expired, noticed by this node (each handed to it as `left`). */
+  readonly departed: number;
 }
 
 /**
@@ -69,22 +97,28 @@ export class RedisSessionBus implements SessionBus {
   readonly #prefix: string;
   readonly #deliverers = new Set<(sessionId: string, command: SessionCommand) => void>();
   readonly #subscribed: Promise<unknown>;
-  #stats = { published: 0, failed: 0, received: 0, malformed: 0 };
+  readonly #nodes: string;
+  readonly #heartbeatTtl: number;
+  readonly #heartbeat: Subscription;
+  #stats = { published: 0, failed: 0, received: 0, malformed: 0, departed: 0 };
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisSessionBusOptions) {
-    checkOptions<RedisSessionBusOptions>('RedisSessionBus', options, ['channel', 'nodeId', 'maxReconnectDelay', 'publishTimeout']);
+    checkOptions<RedisSessionBusOptions>('RedisSessionBus', options, ['channel', 'nodeId', 'maxReconnectDelay', 'publishTimeout', 'heartbeatTtl']);
     const redis = checkTarget(options.redis);
     this.nodeId = checkNodeId(options.nodeId);
     this.channel = checkName('channel', options.channel, 'mcp-rx-streams:sessions');
     const maxReconnectDelay = checkMilliseconds('maxReconnectDelay', options.maxReconnectDelay, 1000);
     const publishTimeout = checkMilliseconds('publishTimeout', options.publishTimeout, 2000);
+    this.#heartbeatTtl = checkMilliseconds('heartbeatTtl', options.heartbeatTtl, 10_000, 30);
+    this.#nodes = keyBeside('channel', this.channel, ':nodes');
     this.#prefix = `${this.nodeId} `;
     this.connected$ = this.#connected.pipe(distinctUntilChanged());
     this.#publisher = openConnection(redis, 'sessionBus', 'publisher', {
       ...sentOnce(publishTimeout, maxReconnectDelay),
     });
     this.#subscriber = openConnection(redis, 'sessionBus', 'subscriber', subscriberOptions(maxReconnectDelay));
+    this.#publisher.on('ready', () => this.#beat());
     this.#subscriber.on('ready', () => this.#connected.next(true));
     this.#subscriber.on('close', () => this.#connected.next(false));
     this.#subscriber.on('message', (channel: string, message: string) => {
@@ -92,6 +126,8 @@ export class RedisSessionBus implements SessionBus {
     });
     this.#subscribed = this.#subscriber.subscribe(this.channel);
     this.#subscribed.catch(() => undefined);
+    const beat = Math.max(10, Math.floor(this.#heartbeatTtl / 3));
+    this.#heartbeat = timer(0, beat).subscribe(() => this.#beat());
   }
 
   // Whether the subscriber connection is up: what connected$ and connected read.
@@ -132,12 +168,53 @@ export class RedisSessionBus implements SessionBus {
     return () => void this.#deliverers.delete(entry);
   }
 
-  /** Closes both connections (waiting for the acknowledgments still due); `connected$` completes. Idempotent. */
+  /**
+   * This node stops and hands its sessions over (see `SessionBus.leave`): its heartbeat stops and
+   * leaves the fleet's set at once; how many other nodes are alive now (a heartbeat within
+   * `heartbeatTtl`) to take them up.
+   */
+  async leave(): Promise<number> {
+    this.#heartbeat.unsubscribe();
+    const alive = (await this.#publisher.eval(LEAVE, 1, this.#nodes, this.nodeId, this.#heartbeatTtl)) as string[];
+    return alive.filter((node) => node !== this.nodeId).length;
+  }
+
+  /**
+   * Closes both connections (waiting for the acknowledgments still due) and stops the heartbeat;
+   * `connected$` completes. Idempotent. Without a {@link leave} first (an endpoint's close says it
+   * when it hands sessions over), the node's last heartbeat is left to expire: the node that notices
+   * it then takes up the sessions this one kept, as a dead node's.
+   */
   close(): Promise<void> {
+    this.#heartbeat.unsubscribe();
     return (this.#closing ??= Promise.all([closeConnection(this.#publisher), closeConnection(this.#subscriber)]).then(() => {
       this.#connected.next(false);
       this.#connected.complete();
     }));
+  }
+
+  /** One heartbeat; each node found dead is handed to this node's deliverers as `left`. */
+  #beat(): void {
+    if (this.#closing !== undefined || this.#publisher.status !== 'ready') return;
+    (this.#publisher.eval(BEAT, 1, this.#nodes, this.nodeId, this.#heartbeatTtl) as Promise<string[]>).then(
+      (dead) => {
+        for (const node of dead) {
+          this.#stats.departed++;
+          this.#deliver('', { kind: 'left', node });
+        }
+      },
+      () => undefined,
+    );
+  }
+
+  #deliver(sessionId: string, command: SessionCommand): void {
+    for (const deliver of this.#deliverers) {
+      try {
+        deliver(sessionId, command);
+      } catch (error) {
+        reportError('source', error);
+      }
+    }
   }
 
   #receive(message: string): void {
@@ -149,20 +226,14 @@ export class RedisSessionBus implements SessionBus {
       return;
     }
     this.#stats.received++;
-    for (const deliver of this.#deliverers) {
-      try {
-        deliver(parsed[0], parsed[1]);
-      } catch (error) {
-        reportError('source', error);
-      }
-    }
+    this.#deliver(parsed[0], parsed[1]);
   }
 }
 
 function parseCommand(json: string): [string, SessionCommand] | undefined {
   const value = tryParseJson(json);
   if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string') return undefined;
-  const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown; principal?: unknown; reason?: unknown } | null;
+  const command = value[1] as { kind?: unknown; node?: unknown; uri?: unknown; principal?: unknown; reason?: unknown; died?: unknown } | null;
   if (command === null || typeof command !== 'object') return undefined;
   switch (command.kind) {
     case 'claimed':
@@ -172,6 +243,10 @@ function parseCommand(json: string): [string, SessionCommand] | undefined {
       return typeof command.uri === 'string' ? [value[0], { kind: command.kind, uri: command.uri }] : undefined;
     case 'ended':
       return [value[0], { kind: 'ended' }];
+    case 'kept':
+      return typeof command.node === 'string' ? [value[0], { kind: 'kept', node: command.node }] : undefined;
+    case 'orphaned':
+      return typeof command.node === 'string' && typeof command.died === 'boolean' ? [value[0], { kind: 'orphaned', node: command.node, died: command.died }] : undefined;
     case 'revoke':
       return typeof command.principal === 'string' && isCloseReason(command.reason) ? [value[0], { kind: 'revoke', principal: command.principal, reason: command.reason }] : undefined;
     default:

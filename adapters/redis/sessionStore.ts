@@ -1,4 +1,4 @@
-import type { SessionChanges, SessionRecord, SessionStore } from '../../lib/session.js';
+import { type KeptSession, keptByNode, type SessionChanges, type SessionRecord, type SessionStore } from '../../lib/session.js';
 import { checkMilliseconds, checkName, checkOptions, checkTarget, closeConnection, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady } from './connection.js';
 
 /** Options of {@link RedisSessionStore}. */
@@ -38,6 +38,19 @@ for field in string.gmatch(ARGV[2], '%S+') do redis.call('HDEL', KEYS[1], field)
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1`;
+
+// Makes ARGV[2] the keeper if ARGV[1] is ('' = none), and forgets a GET stream recorded on ARGV[1]
+// (it stopped or died). Leaves the expiry alone: a take-up is no activity of the client's.
+// KEYS: record. ARGV: from, to.
+const TAKE_UP = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if (redis.call('HGET', KEYS[1], 'keeper') or '') ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('HDEL', KEYS[1], 'keeper') else redis.call('HSET', KEYS[1], 'keeper', ARGV[2]) end
+if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], 'streamNode') == ARGV[1] then redis.call('HDEL', KEYS[1], 'streamNode') end
+return 1`;
+
+/** How many keys a `SCAN` for a dead node's sessions asks for at a time. */
+const SCAN_COUNT = 500;
 
 /**
  * A {@link SessionStore} on Redis: legacy session records that any node of a fleet can read, so
@@ -102,6 +115,8 @@ export class RedisSessionStore implements SessionStore {
       'lastActivity', String(record.lastActivity),
     ];
     if (typeof record.streamNode === 'string') fields.push('streamNode', record.streamNode);
+    if (typeof record.keeper === 'string') fields.push('keeper', record.keeper);
+    if (record.scopes !== undefined) fields.push('scopes', JSON.stringify(record.scopes));
     const results = await this.#connection.multi().hset(key, ...fields).pexpire(key, this.ttl).exec();
     const failed = results?.find(([error]) => error !== null);
     if (failed !== undefined) throw failed[0];
@@ -118,6 +133,8 @@ export class RedisSessionStore implements SessionStore {
       subscriptions: Object.freeze(parseSubscriptions(hash.subscriptions)),
       lastActivity: Number(hash.lastActivity ?? 0),
       streamNode: hash.streamNode ?? null,
+      ...(hash.keeper === undefined ? {} : { keeper: hash.keeper }),
+      ...(hash.scopes === undefined ? {} : { scopes: Object.freeze(parseSubscriptions(hash.scopes)) }),
     });
   }
 
@@ -129,12 +146,45 @@ export class RedisSessionStore implements SessionStore {
     if (changes.lastActivity !== undefined) pairs.push('lastActivity', String(changes.lastActivity));
     if (changes.streamNode === null) deletions.push('streamNode');
     else if (changes.streamNode !== undefined) pairs.push('streamNode', changes.streamNode);
+    if (changes.keeper === null) deletions.push('keeper');
+    else if (changes.keeper !== undefined) pairs.push('keeper', changes.keeper);
+    if (changes.scopes !== undefined) pairs.push('scopes', JSON.stringify(changes.scopes));
     await this.#connection.eval(UPDATE, 2, record, log, this.ttl, deletions.join(' '), ...pairs);
   }
 
   async delete(id: string): Promise<void> {
     const { record, log } = sessionKeys(this.prefix, id);
     await this.#connection.del(record, log);
+  }
+
+  /** Makes `to` the session's keeper if `from` is, in one script (one of the nodes that try wins); see `SessionStore.takeUp`. */
+  async takeUp(id: string, from: string | null, to: string | null): Promise<boolean> {
+    return (await this.#connection.eval(TAKE_UP, 1, sessionKeys(this.prefix, id).record, from ?? '', to ?? '')) === 1;
+  }
+
+  /**
+   * The sessions `node` (or a worker of it, `node/…`) keeps, found by a `SCAN` of the session keys
+   * (on every primary of a Redis Cluster): once per death of a node, so no index is kept for it.
+   */
+  async keptBy(node: string): Promise<KeptSession[]> {
+    const pattern = `${escapeGlob(this.prefix)}:{*}`;
+    const start = this.prefix.length + 2;
+    const kept: KeptSession[] = [];
+    const connection = this.#connection;
+    for (const server of 'nodes' in connection ? connection.nodes('master') : [connection]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+        cursor = next;
+        const records = keys.filter((key) => key.endsWith('}'));
+        const keepers = await Promise.all(records.map((key) => server.hget(key, 'keeper')));
+        records.forEach((key, i) => {
+          const keeper = keepers[i];
+          if (typeof keeper === 'string' && keptByNode(keeper, node)) kept.push({ id: key.slice(start, -1), keeper });
+        });
+      } while (cursor !== '0');
+    }
+    return kept;
   }
 
   /** Always empty: Redis evicts a record `ttl` after its last update by itself. */
@@ -146,6 +196,11 @@ export class RedisSessionStore implements SessionStore {
   close(): Promise<void> {
     return (this.#closing ??= closeConnection(this.#connection));
   }
+}
+
+/** `text` with the glob characters of a `SCAN … MATCH` pattern escaped. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 function parseSubscriptions(json: string | undefined): string[] {

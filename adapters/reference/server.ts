@@ -104,6 +104,7 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   let closing: Promise<void> | undefined;
+  let handedOver: Promise<void> = Promise.resolve();
   return {
     url: `http://${shownHost}:${address.port}/mcp`,
     hub,
@@ -116,13 +117,15 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
       (closing ??= new Promise<void>((resolve) => {
         watching.unsubscribe();
         files.close();
-        endpoint.close();
+        handedOver = endpoint.close();
         server.close(() => resolve());
         // Streams whose closing frames are written end on their own; idle keep-alive sockets don't.
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
       }).then(async () => {
-        // After the streams: their cap releases and session updates go out first.
+        // After the streams: their cap releases and session updates go out first; and after the
+        // legacy sessions this node kept are handed to the other nodes (issue 31).
+        await handedOver;
         hub.close();
         worker?.close();
         await fleet?.close();

@@ -3,7 +3,9 @@ import { restorePlan } from '../../operators/restoreSubscriptions.js';
 import type { CloseStage } from '../../operators/closeWhen.js';
 import type { QueueStage } from '../../operators/dropWhenQueueExceeds.js';
 import { sessionStages, type SessionStreamWatcher, type SessionValues } from '../../operators/sessionPipeline.js';
-import { type SourceRegistration, StageObservable, stageOperator } from '../../operators/stage.js';
+import { PrimeStage } from '../../operators/primeStream.js';
+import { GapStage, ReplayStage } from '../../operators/replayFrom.js';
+import { type SourceRegistration, type Stage, StageObservable, stageOperator } from '../../operators/stage.js';
 import { Clock } from '../../lib/clock.js';
 import type { RequestContext } from '../../lib/context.js';
 import type { Frame } from '../../lib/frame.js';
@@ -44,6 +46,8 @@ export interface StreamOwner {
   isClosed(): boolean;
   /** The GET streams that hold a slot and have not opened yet, by session (at most one each). */
   readonly opening: Map<LiveSession, PendingGet>;
+  /** A GET stream attached to `session` here: the subscribes that wait for one hear it. */
+  attached(session: LiveSession): void;
 }
 
 /**
@@ -177,8 +181,8 @@ function subscribeGetStream(
   const handle = new StreamHandle(owner, session, slot, init.placement.shared ? context : undefined);
   session.stream = handle;
   session.scopes = scopesOf(context);
-  session.announce();
-  init.placement.claim(session.id);
+  owner.attached(session);
+  init.placement.claim(session.id, session.scopes);
   session.grace?.unsubscribe();
   session.grace = undefined;
   session.listen(owner.lists);
@@ -192,7 +196,9 @@ function subscribeGetStream(
   // its client is not reading: it then ends at once and replays on reconnect).
   const values: SessionValues = { lastEventId, log: session.log, prime: primes(session.protocolVersion), expiresAt: expiry, demand$, watcher: handle };
   const restoring = unrestored.length === 0 ? undefined : restorePlan(unrestored, (uri) => restore(init, session, uri, handle, context), RESTORE_CONCURRENCY, onRestoreError);
-  const stream$ = feed$.pipe(stageOperator<Frame, Frame>(() => sessionStages(init.streams, values, restoring)));
+  // Where the session's log is shared with other nodes, the stream also keeps its ids gapless (GapStage).
+  const stages = init.placement.shared ? () => withGaps(sessionStages(init.streams, values, restoring), owner, session) : () => sessionStages(init.streams, values, restoring);
+  const stream$ = feed$.pipe(stageOperator<Frame, Frame>(stages));
   stream$.subscribe(subscriber);
   // A stream closed as it opened never registers its feed: nothing else would give back what it holds.
   if (!handle.attached) handle.unsubscribe();
@@ -200,6 +206,18 @@ function subscribeGetStream(
 
 function noStages(): [] {
   return [];
+}
+
+/**
+ * `stages` with a {@link GapStage} right after the priming event (or the replay, or first): the
+ * place where the stream knows the id its client resumes from. Ids the log no longer holds make
+ * the session send its re-read signal.
+ */
+function withGaps(stages: Stage<any, any>[], owner: StreamOwner, session: LiveSession): Stage<any, any>[] {
+  let at = stages.findIndex((stage) => stage instanceof PrimeStage);
+  if (at < 0) at = stages.findIndex((stage) => stage instanceof ReplayStage);
+  stages.splice(at + 1, 0, new GapStage(session.log, () => session.reread(owner.lists)));
+  return stages;
 }
 
 function onRestoreError(uri: string, error: unknown): void {
@@ -311,9 +329,25 @@ function detach(owner: StreamOwner, handle: StreamHandle): void {
   if (session.ended || owner.isClosed() || session.stream !== undefined) return;
   session.lastActivity = init.scheduler.now();
   Promise.resolve(init.store.update(session.id, init.placement.released(session.lastActivity))).catch((error: unknown) => reportError('source', error));
+  keepForGrace(owner, session);
+}
+
+/**
+ * Keeps the session's subscriptions and list changes live without a GET stream for
+ * `sessionGracePeriod` (DESIGN L9, **beyond**), so that a reconnect with `Last-Event-ID` gets
+ * what changed meanwhile: after its stream dropped here, or once this node took it up from a node
+ * that stopped or died. Then they are released (the record keeps the URIs) and, where nodes share
+ * the session, this node stops being its keeper.
+ * @internal
+ */
+export function keepForGrace(owner: StreamOwner, session: LiveSession): void {
+  const { init } = owner;
+  session.listen(owner.lists);
   session.grace?.unsubscribe();
   session.grace = Clock.of(init.scheduler).after(init.options.sessionGracePeriod, () => {
     session.grace = undefined;
-    if (session.stream === undefined) session.sleep(owner.lists);
+    if (session.stream !== undefined || session.ended) return;
+    session.sleep(owner.lists);
+    init.placement.letGo(session.id);
   });
 }

@@ -1,11 +1,11 @@
-import { EMPTY, type Observable, Subject } from 'rxjs';
 import type { QueueStage } from '../../operators/dropWhenQueueExceeds.js';
 import type { HeldFrames, HeldFramesSink } from '../../operators/heldFrames.js';
 import { stampInOrder } from '../../operators/withEventIds.js';
 import { NO_SCOPES } from '../../lib/auth.js';
 import type { RequestContext } from '../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../lib/frame.js';
-import type { Hub, HubTarget } from '../../lib/hub.js';
+import { type Hub, type HubTarget, NotificationMethod } from '../../lib/hub.js';
+import { encodeMessage, encodeResourceUpdated } from '../../lib/encode.js';
 import type { EventLog } from '../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../lib/session.js';
 import { reportError, type StopReason } from '../../lib/telemetry.js';
@@ -74,8 +74,6 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
    * list change published with a scope outside them is never stamped nor written.
    */
   scopes: ReadonlySet<string> = NO_SCOPES;
-  // Emits when a GET stream attaches or the session ends; made for the first subscribe that waits.
-  #changed: Subject<void> | undefined = undefined;
   // Frames waiting for an earlier frame's asynchronous append (a shared log), made at the first one.
   #held: HeldFrames<Frame> | undefined = undefined;
 
@@ -140,23 +138,20 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
     reportError('source', error);
   }
 
-  /** Emits when a GET stream attaches or the session ends (completes then). */
-  changes(): Observable<void> {
-    return this.#ended ? EMPTY : (this.#changed ??= new Subject<void>());
-  }
-
-  /** Tells whoever waits in {@link changes}: a GET stream attached. */
-  announce(): void {
-    this.#changed?.next();
-  }
-
-  /** Marks the session ended and tells whoever waits in {@link changes}. */
+  /** Marks the session ended (deleted, evicted, or its subscriptions are kept by another node now). */
   finish(): void {
     this.#ended = true;
-    const changed = this.#changed;
-    this.#changed = undefined;
-    changed?.next();
-    changed?.complete();
+  }
+
+  /**
+   * The re-read signal for this session (what the fleet's resync sends every stream, docs/fleet.md):
+   * `resources/updated` for each subscribed URI, then `list_changed` for each list it hears,
+   * stamped and logged like any change. Sent where the session may have missed changes: a node took
+   * it up after its keeper died, or its stream found ids its log no longer holds.
+   */
+  reread(lists: ListChanges): void {
+    for (const uri of this.uris) this.deliver(resourceUpdatedFrame(uri));
+    if (this.#listening) for (const topic of lists.topics) this.deliver(LIST_CHANGED[topic]);
   }
 
   /** The session hears the hub's list changes from now on (idempotent). */
@@ -183,6 +178,24 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
 
 /** The epoch time the process started with: session activity times are kept relative to it. */
 const ORIGIN = Date.now();
+
+/** A list's `list_changed`, as the hub publishes it unscoped. */
+function listChangedFrame(topic: ListTopic): MessageFrame {
+  const message = Object.freeze({ jsonrpc: '2.0' as const, method: NotificationMethod[topic] });
+  return Object.freeze({ type: 'message', message, priority: 'notification', topic, coalesceKey: message.method, encoded: Object.freeze(encodeMessage(message)) });
+}
+
+const LIST_CHANGED: Readonly<Record<ListTopic, MessageFrame>> = Object.freeze({
+  tools: listChangedFrame('tools'),
+  prompts: listChangedFrame('prompts'),
+  resources: listChangedFrame('resources'),
+});
+
+/** A URI's `resources/updated`, as a subscription hands it on. */
+function resourceUpdatedFrame(uri: string): MessageFrame {
+  const message = Object.freeze({ jsonrpc: '2.0' as const, method: NotificationMethod.resource, params: Object.freeze({ uri }) });
+  return Object.freeze({ type: 'message', message, priority: 'notification', topic: 'resource', coalesceKey: `${NotificationMethod.resource} ${uri}`, encoded: encodeResourceUpdated(uri) });
+}
 
 /**
  * The hub's list-changed notifications for the sessions of one endpoint: one registration on each

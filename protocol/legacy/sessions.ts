@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type Observable, type Subscription, timer } from 'rxjs';
-import type { AuthInfo } from '../../lib/auth.js';
-import type { RequestContext } from '../../lib/context.js';
+import { firstValueFrom, Observable, race, type Subscription, timer } from 'rxjs';
+import { type AuthInfo, NO_SCOPES } from '../../lib/auth.js';
+import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import type { CloseReason } from '../../lib/frame.js';
 import { Refusal } from '../../lib/refusal.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
@@ -10,11 +10,21 @@ import { channels, reportError, type SessionEndReason, type StopReason } from '.
 import { agreedLegacyVersion, initializeResult } from '../discover.js';
 import { sessionFilterInfo, type SessionInfo, type StreamsOptions } from '../inspect.js';
 import { capacityRefusal, shutdownRefusal } from '../answer.js';
-import { type GetStreamParts, legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
+import { type GetStreamParts, keepForGrace, legacyListFilters, openGetStream, type StreamOwner } from './getStream.js';
 import { endStream, ListChanges, type ListTopic, LiveSession } from './liveSession.js';
 import { sessionToDisplace } from './sessionCap.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
-import { restore, RestoreError, subscribe, unsubscribe } from './subscribe.js';
+import { restore, RestoreError, type StreamWaits, subscribe, unsubscribe } from './subscribe.js';
+
+/**
+ * How long a stopping node keeps the sessions it hands over live, waiting for another node to say
+ * it took them up (`kept`), in milliseconds: a take-up is a record update and a subscribe, a few
+ * milliseconds in a fleet; a node that says nothing by then is not coming.
+ */
+const HANDOVER_WAIT = 2_000;
+
+/** How many subscriptions a node taking a session up establishes at a time (as a restore, DESIGN L8). */
+const TAKE_UP_CONCURRENCY = 8;
 
 /** Counts of what the legacy sessions hold on this node (for leak checks and metrics). */
 export interface SessionStats {
@@ -38,6 +48,11 @@ export class LegacySessions {
   readonly #byPrincipal = new Map<string, Set<LiveSession>>();
   #prune: Subscription | undefined;
   #closed = false;
+  #closing: Promise<void> | undefined;
+  // The subscribes waiting for a GET stream, by session id (see StreamWaits).
+  readonly #waits = new Map<string, Set<() => void>>();
+  // The sessions a stopping node handed over, each until another node keeps it (or it ends here).
+  readonly #handing = new Map<string, () => void>();
 
   readonly #disconnect: (() => void) | undefined;
   readonly #owner: StreamOwner;
@@ -51,8 +66,30 @@ export class LegacySessions {
     if (capabilities.prompts) listTopics.push('prompts');
     if (capabilities.resources) listTopics.push('resources');
     this.#lists = new ListChanges(init.hub, Object.freeze(listTopics), this.#sessions);
-    this.#owner = { init, lists: this.#lists, isClosed: () => this.#closed, opening: new Map() };
+    this.#owner = { init, lists: this.#lists, isClosed: () => this.#closed, opening: new Map(), attached: (session) => this.#wake(session.id) };
     this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
+    this.#waitsView = { current: (id) => this.#sessions.get(id), changed: (id) => this.#changed(id) };
+  }
+
+  readonly #waitsView: StreamWaits;
+
+  /** Emits each time something happens to session `id` here: a GET stream attached, a command about it arrived. */
+  #changed(id: string): Observable<void> {
+    return new Observable<void>((subscriber) => {
+      let waiting = this.#waits.get(id);
+      if (waiting === undefined) this.#waits.set(id, (waiting = new Set()));
+      const wake = () => subscriber.next();
+      waiting.add(wake);
+      return () => {
+        waiting.delete(wake);
+        if (waiting.size === 0 && this.#waits.get(id) === waiting) this.#waits.delete(id);
+      };
+    });
+  }
+
+  #wake(id: string): void {
+    const waiting = this.#waits.get(id);
+    if (waiting !== undefined) for (const wake of [...waiting]) wake();
   }
 
   get stats(): SessionStats {
@@ -164,7 +201,7 @@ export class LegacySessions {
 
   /** `resources/subscribe` (DESIGN L2–L5): `{}` or a JSON-RPC error, never an HTTP error. */
   subscribe(session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
-    return subscribe(this.#init, session, params, context);
+    return subscribe(this.#init, this.#waitsView, session, params, context);
   }
 
   /** `resources/unsubscribe` (DESIGN L4): `{}`, also for a URI that was never subscribed. */
@@ -174,12 +211,25 @@ export class LegacySessions {
 
   /** A command from another node of the fleet. */
   #command(id: string, command: SessionCommand): void {
-    if (command.kind === 'revoke') {
-      void this.#revokeHere(command.principal, command.reason).then(({ failure }) => {
-        if (failure !== undefined) reportError('source', failure.cause);
-      });
-      return;
+    switch (command.kind) {
+      case 'revoke':
+        void this.#revokeHere(command.principal, command.reason).then(({ failure }) => {
+          if (failure !== undefined) reportError('source', failure.cause);
+        });
+        return;
+      case 'orphaned':
+        this.#takeUp(id, command.node, command.died).catch((error: unknown) => reportError('source', error));
+        return;
+      case 'left':
+        this.#takeUpFrom(command.node).catch((error: unknown) => reportError('source', error));
+        return;
     }
+    this.#heard(id, command);
+    this.#wake(id);
+  }
+
+  /** A command about one session this node may hold. */
+  #heard(id: string, command: SessionCommand & { kind: 'claimed' | 'ended' | 'kept' | 'subscribe' | 'unsubscribe' }): void {
     const session = this.#sessions.get(id);
     if (session === undefined) return;
     switch (command.kind) {
@@ -188,6 +238,11 @@ export class LegacySessions {
         // The stream (and with it the live subscriptions) is elsewhere now, or the session is gone:
         // forget it here; a later request reads the record again.
         this.#forget(session, command.kind === 'claimed' ? 'replaced' : 'session_ended');
+        return;
+      case 'kept':
+        // Another node took the session up (this one stopped, or both tried): a node holding its
+        // GET stream keeps it (the taker lets go at that stream's claim).
+        if (session.stream === undefined) this.#forget(session, 'replaced');
         return;
       case 'subscribe': {
         session.add(command.uri);
@@ -201,6 +256,54 @@ export class LegacySessions {
         return;
       }
     }
+  }
+
+  /**
+   * Takes session `id` up from `from`, its keeper that stops (`died` false: it keeps the session live
+   * until this node says `kept`) or died (true): when this node wins it ({@link Placement.takeUp}),
+   * it subscribes the record's URIs (with the read scopes of the session's latest GET) and its list
+   * changes into the session's log, like a grace period here (`keepForGrace`), until a GET claims
+   * the session anywhere. After a death it first logs the re-read signal: changes made between the
+   * death and now reached no log.
+   */
+  async #takeUp(id: string, from: string, died: boolean): Promise<void> {
+    const { placement, store, access } = this.#init;
+    if (this.#closed || this.#sessions.get(id)?.stream !== undefined || from === placement.nodeId) return;
+    if (!(await placement.takeUp(id, from))) return;
+    const record = await store.get(id);
+    if (record === undefined) return;
+    if (this.#closed) {
+      // Stopping since: offered to the others again (a reaper takes it up if nobody does).
+      void placement.handOver([id]);
+      return;
+    }
+    const session = this.#sessions.get(id) ?? this.#adopt(record);
+    if (session.stream !== undefined || session.ended) return;
+    session.uris = record.subscriptions;
+    session.lastActivity = this.#init.scheduler.now();
+    session.scopes = record.scopes === undefined || record.scopes.length === 0 ? NO_SCOPES : new Set(record.scopes);
+    keepForGrace(this.#owner, session);
+    const context = keeperContext(record);
+    const moved = () => (session.ended || session.stream !== undefined ? 'the session moved' : undefined);
+    const uris = record.subscriptions;
+    for (let i = 0; i < uris.length && moved() === undefined; i += TAKE_UP_CONCURRENCY) {
+      await Promise.all(
+        uris.slice(i, i + TAKE_UP_CONCURRENCY).map(async (uri) => {
+          const outcome = await session.establish(uri, context, access, moved);
+          if (outcome !== undefined && !outcome.drop && moved() === undefined) reportError('source', new RestoreError(uri, outcome.error));
+        }),
+      );
+    }
+    if (moved() !== undefined) return;
+    placement.kept(id);
+    if (died) session.reread(this.#lists);
+  }
+
+  /** Node `node` of the fleet died (a `left`, from this node's bus): its sessions are taken up here. */
+  async #takeUpFrom(node: string): Promise<void> {
+    if (this.#closed) return;
+    const kept = await this.#init.placement.keptBy(node);
+    await Promise.all(kept.map(({ id, keeper }) => this.#takeUp(id, keeper, true).catch((error: unknown) => reportError('source', error))));
   }
 
   /**
@@ -280,16 +383,54 @@ export class LegacySessions {
     return infos;
   }
 
-  /** Ends every GET stream (server shutdown) and stops the prune sweep; sessions stay on record. */
-  close(): void {
-    if (this.#closed) return;
+  /**
+   * Ends every GET stream (server shutdown) and stops the prune sweep; sessions stay on record.
+   * Where nodes share the sessions, the ones this node keeps live (a GET stream, a grace period, a
+   * take-up) are handed over first: offered to the other nodes (`orphaned`), and kept live here
+   * until one says it took them up (`kept`, or a GET claims them), so that no change between the
+   * two is missed (one logged by both is heard twice). Those nobody takes within a few seconds are
+   * released; their record still names this node, so the node that later notices it is gone takes
+   * them up with the re-read signal.
+   * @returns once every session is handed over or released (at once alone): stop the hub, the
+   *   session bus and the store after it.
+   */
+  close(): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
     this.#closed = true;
     this.#stopPrune();
-    this.#disconnect?.();
+    for (const id of [...this.#waits.keys()]) this.#wake(id);
+    const kept: LiveSession[] = [];
     for (const session of this.#sessions.values()) {
       endStream(session, session.stream, 'shutdown');
-      session.sleep(this.#lists);
+      if (this.#init.placement.shared && (session.listening || session.live.size > 0)) kept.push(session);
+      else session.sleep(this.#lists);
     }
+    return (this.#closing = this.#handOver(kept)
+      .catch((error: unknown) => reportError('source', error))
+      .finally(() => {
+        this.#handing.clear();
+        this.#disconnect?.();
+      }));
+  }
+
+  /** See {@link close}: `kept` are this node's live sessions, their streams ended. */
+  async #handOver(kept: readonly LiveSession[]): Promise<void> {
+    if (kept.length === 0) return;
+    const { store, placement, scheduler } = this.#init;
+    const now = scheduler.now();
+    const taken = Promise.all(
+      kept.map((session) => {
+        session.grace?.unsubscribe();
+        session.grace = undefined;
+        return new Promise<void>((resolve) => this.#handing.set(session.id, resolve));
+      }),
+    );
+    // Their streams ended while closing (no grace period here): the record no longer names a stream.
+    await Promise.all(kept.map((session) => settle(() => store.update(session.id, placement.released(now)))));
+    if (await placement.handOver(kept.map((session) => session.id))) {
+      await firstValueFrom(race(taken, timer(HANDOVER_WAIT, scheduler)), { defaultValue: undefined });
+    }
+    for (const session of kept) if (!session.ended) session.sleep(this.#lists);
   }
 
   /** One prune sweep now (it also runs every `sessionPruneInterval`): evicts idle sessions. */
@@ -322,6 +463,7 @@ export class LegacySessions {
    * @param streamReason why its GET stream stops (`channels.stop`).
    */
   #forget(session: LiveSession, streamReason: StopReason = 'session_ended'): void {
+    this.#handing.get(session.id)?.();
     session.finish();
     session.sleep(this.#lists);
     endStream(session, session.stream, streamReason);
@@ -366,6 +508,15 @@ async function settle(work: () => unknown): Promise<{ readonly cause: unknown } 
     return { cause };
   }
 }
+
+/** What a node taking a session up subscribes with: the session's principal and the read scopes of its latest GET; no request. */
+function keeperContext(record: SessionRecord): RequestContext {
+  const scopes = record.scopes === undefined || record.scopes.length === 0 ? NO_SCOPES : new Set(record.scopes);
+  return { auth: { principal: record.principal, scopes }, request: NO_REQUEST, session: { id: record.id, protocolVersion: record.protocolVersion } };
+}
+
+/** The request of a take-up: there is none (a `canRead` or hook that reads headers finds none). */
+const NO_REQUEST: EndpointRequest = Object.freeze({ method: 'GET', header: () => undefined, remoteAddress: undefined, body: undefined });
 
 function notFound(): Refusal {
   return new Refusal('unknown-session', new JsonRpcError(ErrorCode.SessionNotFound, 'session not found: initialize a new session'));

@@ -1,4 +1,4 @@
-import { firstValueFrom, race, timer } from 'rxjs';
+import { type Observable, race, timer } from 'rxjs';
 import type { RequestContext } from '../../lib/context.js';
 import { McpRxError } from '../../lib/errors.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
@@ -11,26 +11,61 @@ import type { LegacySessionsInit } from './sessionOptions.js';
 const STREAM_REQUIRED = 'open the GET SSE stream before subscribing to resources';
 
 /**
+ * Where a subscribe looks for its session's GET stream while it waits for one: the session as this
+ * node holds it now, and what tells that something changed. @internal
+ */
+export interface StreamWaits {
+  /** The session `id` as this node holds it now (a claim elsewhere ends this node's copy; a GET here may adopt a new one). */
+  current(id: string): LiveSession | undefined;
+  /** Emits when a GET stream attaches to session `id` here, or another node says something about it (a claim, a take-up). */
+  changed(id: string): Observable<void>;
+}
+
+/**
  * `resources/subscribe` (DESIGN L2–L5) of an HTTP session: `{}` or a JSON-RPC error, never an HTTP
  * error. Its rules are the session's {@link SubscriptionSet}'s; what is a session's own is where
  * the subscription lives: on its live GET stream here, or, when the record says another node holds
  * the stream (its `Placement`), checked here and handed there.
+ *
+ * Without a stream yet it waits up to `subscribeStreamWait` for one, here or elsewhere (an SDK
+ * client subscribes right after its GET, which may reach another worker or machine): each time
+ * something changes for the session it looks again, here and then in the record. The wait is
+ * armed before the record is read, so a claim heard while the read is under way (its answer
+ * older than the claim) is not missed; the session's copy on this node ending meanwhile (the
+ * claim ends it) does not end the wait either.
  */
-export async function subscribe(init: LegacySessionsInit, session: LiveSession, params: Readonly<Record<string, unknown>> | undefined, context: RequestContext): Promise<object> {
+export async function subscribe(
+  init: LegacySessionsInit,
+  waits: StreamWaits,
+  session: LiveSession,
+  params: Readonly<Record<string, unknown>> | undefined,
+  context: RequestContext,
+): Promise<object> {
   const uri = requireUri('resources/subscribe', params);
-  if (session.stream === undefined && (await streamElsewhere(init, session))) return subscribeRemote(init, session, uri, context);
-  const wait = init.options.subscribeStreamWait;
-  if (session.stream === undefined && wait > 0 && !session.ended) {
-    await firstValueFrom(race(session.changes(), timer(wait, init.scheduler)), { defaultValue: undefined });
-    // The GET the client opened meanwhile may have reached another node (a fleet's, a machine's
-    // worker): its claim ended this node's copy of the session, and the record names the holder.
-    if (session.stream === undefined && (await streamElsewhere(init, session))) return subscribeRemote(init, session, uri, context);
+  const { scheduler } = init;
+  const deadline = scheduler.now() + init.options.subscribeStreamWait;
+  for (;;) {
+    const here = waits.current(session.id) ?? session;
+    const stream = here.stream;
+    if (stream !== undefined) {
+      await here.subscribeUri(uri, context, { access: init.access, cap: init.options.maxSubscriptionsPerSession, ...onStream(init, here, stream) });
+      return {};
+    }
+    const left = deadline - scheduler.now();
+    let wake: () => void = noop;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const waiting = left > 0 ? race(waits.changed(session.id), timer(left, scheduler)).subscribe({ next: () => wake(), complete: () => wake() }) : undefined;
+    try {
+      if (await streamElsewhere(init, here)) return await subscribeRemote(init, here, uri, context);
+      if (waiting === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, STREAM_REQUIRED);
+      await woken;
+    } finally {
+      waiting?.unsubscribe();
+    }
   }
-  const stream = session.stream;
-  if (stream === undefined) throw new JsonRpcError(ErrorCode.InvalidParams, STREAM_REQUIRED);
-  await session.subscribeUri(uri, context, { access: init.access, cap: init.options.maxSubscriptionsPerSession, ...onStream(init, session, stream) });
-  return {};
 }
+
+function noop(): void {}
 
 /** `resources/unsubscribe` (DESIGN L4): `{}`, also for a URI that was never subscribed. */
 export async function unsubscribe(init: LegacySessionsInit, session: LiveSession, params: Readonly<Record<string, unknown>> | undefined): Promise<object> {

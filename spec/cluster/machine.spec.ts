@@ -7,8 +7,8 @@
 import { strict as assert } from 'node:assert';
 import http from 'node:http';
 import { test } from 'uvu';
-import { listenBody, LISTEN_HEADERS, post, SseConnection } from '../helpers/http.js';
-import { call, frameText, GetStream, initialize, nextTurn, sleep, updatedMessage } from '../helpers/legacy.js';
+import { eventually, listenBody, LISTEN_HEADERS, post, SseConnection } from '../helpers/http.js';
+import { call, frameText, GetStream, initialize, listChangedMessage, nextTurn, sleep, updatedMessage } from '../helpers/legacy.js';
 import { startMachine, type TestMachine } from '../helpers/cluster.js';
 
 const count = (text: string, part: string) => text.split(part).length - 1;
@@ -188,7 +188,7 @@ test("the session caps are the machine's: maxSessions refuses the next initializ
   assert.equal(refused.body, JSON.stringify({ jsonrpc: '2.0', id: 5, error: { code: -32000, message: 'server is at its session capacity (maxSessions); retry later', data: { retryAfterMs: 5000 } } }));
 });
 
-test("a worker that dies: the primary releases its slots and admissions at once; its session's client reconnects on another worker and gets what the log holds", async () => {
+test("a worker that dies: the primary releases its slots and admissions at once; the other worker takes its session up (the re-read signal first); its client reconnects there and gets what the log holds", async () => {
   machine = await startMachine(2, { maxStreams: 2, maxListensPerPrincipal: 10 });
   const [a, b] = machine.workers;
   const uri = 'file:///todo.txt';
@@ -207,15 +207,27 @@ test("a worker that dies: the primary releases its slots and admissions at once;
   a!.kill();
   assert.deepEqual(await left, { kind: 'left', worker: 1, pid: 100_001, nodeId: 'm/1', code: null, signal: 'SIGKILL', released: { slots: 2, streams: 1, sessions: 1 } });
   assert.equal(machine.primary.stats.slots, 0);
+  // b keeps the session's subscription and list changes live until its client is back (issue 31).
+  await eventually(() => b!.endpoint.stats.sessionSubscriptions === 2, 2000, 'b to take the session up');
   // Its clients reconnect to the other worker: the listen opens (its place is free), the session resumes.
   const again = await listen(b!.url, 8, [uri]);
   const resumed = GetStream.open(b!.url, sessionId, { lastEventId: '1' });
-  await resumed.untilId(3);
+  await resumed.untilId(7);
   await sleep(50);
   b!.hub.notifyResourceUpdated(uri);
-  await resumed.untilId(4);
+  await resumed.untilId(8);
   await again.until((c) => c.text.includes('updated'), 3000, 'the live change on the new listen');
-  assert.equal(resumed.withoutKeepAlives, frameText(2, updatedMessage(uri)) + frameText(3, updatedMessage(uri)) + frameText(4, updatedMessage(uri)));
+  assert.equal(
+    resumed.withoutKeepAlives,
+    frameText(2, updatedMessage(uri)) +
+      frameText(3, updatedMessage(uri)) +
+      // What b logged as it took the session up: changes made while nobody held it are not in the log.
+      frameText(4, updatedMessage(uri)) +
+      frameText(5, listChangedMessage('tools')) +
+      frameText(6, listChangedMessage('prompts')) +
+      frameText(7, listChangedMessage('resources')) +
+      frameText(8, updatedMessage(uri)),
+  );
   for (const conn of [listening, again]) conn.destroy();
   resumed.destroy();
 });

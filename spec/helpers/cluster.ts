@@ -107,21 +107,25 @@ export interface TestMachine {
 
 /**
  * A machine of `count` workers: `primary` are {@link ClusterPrimaryOptions}, `endpoint` the
- * options every worker's endpoint gets besides its hub and its cluster parts.
+ * options every worker's endpoint gets besides its hub and its cluster parts (or a function of the
+ * worker's index, from 0, and its cluster parts, for options of one worker: a store that answers
+ * late, say).
  */
 export async function startMachine(
   count: number,
   primary: ClusterPrimaryOptions = {},
-  endpoint: Partial<McpEndpointOptions> = {},
+  endpoint: Partial<McpEndpointOptions> | ((index: number, node: ClusterWorker) => Partial<McpEndpointOptions>) = {},
 ): Promise<TestMachine> {
   const cluster = new FakeCluster();
   const machine = new Primary(cluster as never, checkPrimaryOptions({ nodeId: 'm', ...primary }));
   const workers: TestWorker[] = [];
   const addWorker = async () => {
     const { handle, port } = cluster.fork();
+    const index = workers.length;
     const node = await joinCluster(port, { capacityRetryAfter: 5000, timeout: 5000 });
     const hub = new Hub({ bus: node.bus });
-    const served = new McpEndpoint({ capabilities: { tools: true, prompts: true, resources: true }, ...endpoint, hub, ...node.endpointOptions });
+    const own = typeof endpoint === 'function' ? endpoint(index, node) : endpoint;
+    const served = new McpEndpoint({ capabilities: { tools: true, prompts: true, resources: true }, ...node.endpointOptions, ...own, hub });
     const server = http.createServer(nodeHandler(served));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port: tcp } = server.address() as AddressInfo;
@@ -135,9 +139,12 @@ export async function startMachine(
       close: async () => {
         if (closed) return;
         closed = true;
-        served.close();
+        // As the reference server stops: the endpoint's close (its sessions handed to the other
+        // workers) is awaited before the hub and the cluster link go.
+        const handedOver = served.close();
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
+        await handedOver;
         hub.close();
         node.close();
         cluster.kill(handle);

@@ -178,8 +178,8 @@ test('RedisSessionBus: commands reach the other nodes once, never the sender; ma
       ['B', 's2', { kind: 'unsubscribe', uri: 'file:///y' }],
       ['B', 's3', { kind: 'ended' }],
     ]);
-    assert.deepEqual(a.stats, { published: 2, failed: 0, received: 2, malformed: 6 });
-    assert.deepEqual(b.stats, { published: 1, failed: 0, received: 3, malformed: 6 });
+    assert.deepEqual(a.stats, { published: 2, failed: 0, received: 2, malformed: 6, departed: 0 });
+    assert.deepEqual(b.stats, { published: 1, failed: 0, received: 3, malformed: 6, departed: 0 });
   } finally {
     await Promise.all(buses.map((bus) => bus.close()));
   }
