@@ -35,6 +35,9 @@
 //                                              plain process or the primary)
 //   BENCH_PROFILE=/tmp/prof node bench/cluster.mjs …   a CPU profile of each server process during
 //                                              the measured passes only (pass-<pid>.cpuprofile)
+//   BENCH_DIST=file:///…/index.js              the build to serve (a copy of a dist/, bench/build.mjs);
+//                                              default this checkout's dist/
+// bench/capacity.mjs runs the roles below (plain, primary + workers) as its servers.
 import cluster from 'node:cluster';
 import { fork } from 'node:child_process';
 import http from 'node:http';
@@ -54,6 +57,9 @@ const now = () => Number(process.hrtime.bigint());
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const LIMITS = { maxStreams: 1_000_000, maxListensPerPrincipal: 1_000_000, maxSessions: 1_000_000, maxSessionsPerPrincipal: 1_000_000 };
 const NOBODY = 'file:///srv/bench/nobody-listens';
+// The build served: BENCH_DIST (a file: URL of a copied dist/index.js) or this checkout's dist/.
+const DIST = process.env.BENCH_DIST ?? new URL('../dist/index.js', import.meta.url).href;
+const distFile = (file) => new URL(file, DIST).href;
 
 function heap() {
   global.gc?.();
@@ -76,6 +82,11 @@ function serving(hub, endpoint, bus) {
       for (const uri of list) hub.notifyResourceUpdated(uri);
       return { t };
     },
+    publishTools: () => {
+      const t = now();
+      hub.notifyToolsChanged();
+      return { t };
+    },
     relay: async ({ k }) => {
       // k events on a URI nobody listens to, 1000 per turn: the relay alone.
       for (let i = 0; i < k; i += 1000) {
@@ -86,14 +97,14 @@ function serving(hub, endpoint, bus) {
     },
     received: () => ({ received: bus?.stats.received ?? 0 }),
     cpu: () => ({ us: cpuUs() }),
-    mem: () => ({ heap: heap(), streams: endpoint.stats.streams, sessions: endpoint.stats.sessions }),
-    profile: ({ start }) => profile(start),
+    mem: () => ({ heap: heap(), rss: process.memoryUsage().rss, streams: endpoint.stats.streams, sessions: endpoint.stats.sessions }),
+    profile: ({ start, name }) => profile(start, name),
   };
 }
 
 let inspector;
 /** BENCH_PROFILE=DIR: a CPU profile of the measured pass alone, one file per serving process. */
-async function profile(start) {
+async function profile(start, name = 'pass') {
   const dir = process.env.BENCH_PROFILE;
   if (dir === undefined) return {};
   const { Session } = await import('node:inspector/promises');
@@ -106,12 +117,13 @@ async function profile(start) {
   }
   const { profile: taken } = await inspector.post('Profiler.stop');
   const { writeFile } = await import('node:fs/promises');
-  await writeFile(`${dir}/pass-${process.pid}.cpuprofile`, JSON.stringify(taken));
+  inspector.disconnect();
+  await writeFile(`${dir}/${name}-${process.pid}.cpuprofile`, JSON.stringify(taken));
   return {};
 }
 
 async function endpointOn(parts) {
-  const { Hub, McpEndpoint, nodeHandler } = await import('../dist/index.js');
+  const { Hub, McpEndpoint, nodeHandler } = await import(DIST);
   const hub = new Hub(parts === undefined ? {} : { bus: parts.bus });
   const endpoint = new McpEndpoint({ hub, capabilities: { tools: true, resources: true }, ...LIMITS, ...(parts?.endpointOptions ?? {}) });
   const server = http.createServer(nodeHandler(endpoint));
@@ -132,7 +144,7 @@ async function runPlain() {
 
 /** `--role primary --workers W`: the machine's primary, forwarding the orchestrator's commands. */
 async function runPrimary() {
-  const { clusterPrimary } = await import('../dist/adapters/cluster/index.js');
+  const { clusterPrimary } = await import(distFile('adapters/cluster/index.js'));
   const count = Number(option('workers', 2));
   const primary = clusterPrimary({ ...LIMITS });
   cluster.setupPrimary({ exec: SELF, args: ['--role', 'worker'], execArgv: ['--expose-gc', '--max-old-space-size=4096', ...(process.env.BENCH_WORKER_ARGS?.split(' ').filter(Boolean) ?? [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -161,10 +173,11 @@ async function runPrimary() {
   const all = (command, args) => Promise.all(workers.map((worker) => ask(worker, command, args)));
   const answers = {
     publish: (args) => ask(workers[0], 'publish', args),
+    publishTools: (args) => ask(workers[0], 'publishTools', args),
     cpu: async () => ({ primary: cpuUs(), workers: (await all('cpu')).map((r) => r.us) }),
-    mem: async () => ({ primary: heap(), workers: await all('mem') }),
+    mem: async () => ({ primary: heap(), primaryRss: process.memoryUsage().rss, workers: await all('mem') }),
     stats: () => primary.stats,
-    profile: async (args) => (await Promise.all([all('profile', args), profile(args.start)]), {}),
+    profile: async (args) => (await Promise.all([all('profile', args), profile(args.start, args.name)]), {}),
     relay: async ({ k }) => {
       // From worker 1 to the others through the primary; done when the last worker has them all.
       const before = await all('received');
@@ -188,7 +201,7 @@ async function runPrimary() {
 
 /** `--role worker`: one worker of the primary above. */
 async function runWorker() {
-  const { clusterWorker } = await import('../dist/adapters/cluster/index.js');
+  const { clusterWorker } = await import(distFile('adapters/cluster/index.js'));
   const parts = await clusterWorker();
   const { hub, endpoint } = await endpointOn(parts);
   const answers = serving(hub, endpoint, parts.bus);

@@ -72,9 +72,11 @@ export function split(n, procs) {
  * `procs` load-generator processes (bench/loadgen.mjs) behind one `call`: `open` splits the
  * streams, every other command goes to all workers and their replies are merged (sums of counts,
  * the latest of the times, the minimum of the minima). `stall {index}` takes an index across all
- * workers.
+ * workers. `address(w)` is worker w's loopback source address (default {@link sourceAddress}):
+ * bench/capacity.mjs gives each of its sessions fresh addresses, so that the ports a session before
+ * left in TIME_WAIT on an address (up to ~17 000 of its ~28 000) are not needed again at once.
  */
-export function loadgenPool(procs) {
+export function loadgenPool(procs, { address = sourceAddress } = {}) {
   const workers = Array.from({ length: procs }, () => child('loadgen.mjs'));
   let sizes = workers.map(() => 0);
   const all = (cmd, args) => Promise.all(workers.map((w) => w.call(cmd, args)));
@@ -86,7 +88,7 @@ export function loadgenPool(procs) {
         const parts = split(args.n, procs);
         let base = 0;
         const calls = workers.map((w, i) => {
-          const call = w.call('open', { ...args, n: parts[i], base, localAddress: sourceAddress(i) });
+          const call = w.call('open', { ...args, n: parts[i], base, localAddress: address(i) });
           base += parts[i];
           return call;
         });

@@ -31,6 +31,17 @@
 //   destroy                  reset every socket (RST: an abrupt client death)
 //   cpu                      process.cpuUsage() in µs (user + system): is the load generator the
 //                            bottleneck of a pass?
+//   churn {port, legacy, rate, seconds, inflight, localAddress, base}
+//                            (bench/capacity.mjs) `rate` short streams per second for `seconds`,
+//                            each on its own socket from `localAddress`: a listen opened and
+//                            closed once its ack arrived, or (legacy) a session initialized, its
+//                            GET stream opened and closed, then DELETEd. At most `inflight` at a
+//                            time (a cycle due while that many run is skipped and counted).
+//                            Replies {started, admitted, refused (an HTTP status other than 200,
+//                            by status), errors (socket errors, timeouts; the first few), skipped,
+//                            seconds, openMs p50/p99 (request to ack or GET head)}
+//   open {…, closeIdle: true} also closes the keep-alive POST sockets once every stream is open, so
+//                            that the server holds the streams' connections alone
 import http from 'node:http';
 import net from 'node:net';
 import { uris } from './peers/common.mjs';
@@ -178,13 +189,18 @@ function stream(port, i, head, onHead) {
 
 const open = (port, i) => stream(port, i, request(port, i));
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+let agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
 /** One POST of a JSON-RPC message over the keep-alive agent: status, session header, body text. */
 function post(port, message, sessionId) {
-  const body = JSON.stringify(message);
+  return send(agent, localAddress, port, 'POST', message, sessionId);
+}
+
+/** One request on `through` (an http.Agent) from `address`: a JSON-RPC message POSTed, or a DELETE. */
+function send(through, address, port, method, message, sessionId) {
+  const body = message === undefined ? '' : JSON.stringify(message);
   const headers = {
-    'Content-Type': 'application/json',
+    ...(message === undefined ? {} : { 'Content-Type': 'application/json' }),
     Accept: 'application/json, text/event-stream',
     'Content-Length': Buffer.byteLength(body),
   };
@@ -193,7 +209,7 @@ function post(port, message, sessionId) {
     headers['Mcp-Protocol-Version'] = LEGACY_VERSION;
   }
   return new Promise((resolve, reject) => {
-    const req = http.request({ agent, host: '127.0.0.1', localAddress, port, path: '/mcp', method: 'POST', headers }, (res) => {
+    const req = http.request({ agent: through, host: '127.0.0.1', localAddress: address, port, path: '/mcp', method, headers }, (res) => {
       const chunks = [];
       res.on('data', (chunk) => chunks.push(chunk));
       res.on('end', () => resolve({ status: res.statusCode, sessionId: res.headers['mcp-session-id'], text: Buffer.concat(chunks).toString() }));
@@ -259,6 +275,106 @@ function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Short streams opened and closed at a steady rate while the long ones stay open (the `churn`
+ * command, see the header): what a server admits, refuses and fails under churn.
+ */
+async function churn({ port, legacy = false, rate, seconds, inflight = 100, localAddress: address = '127.0.0.1', base = 0 }) {
+  const through = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  const counts = { started: 0, admitted: 0, refused: 0, refusedBy: {}, errors: 0, errorSamples: [], skipped: 0 };
+  const openMs = [];
+  const refuse = (status) => {
+    counts.refused++;
+    counts.refusedBy[status] = (counts.refusedBy[status] ?? 0) + 1;
+  };
+  const failed = (error) => {
+    counts.errors++;
+    if (counts.errorSamples.length < 3) counts.errorSamples.push(String(error?.message ?? error));
+  };
+  // One socket: writes `head`, settles with the status of the response and, for a 200, once
+  // `ready(text so far)` says so; the socket is destroyed then (the client goes away).
+  const shortStream = (head, ready) =>
+    new Promise((resolve, reject) => {
+      let text = '';
+      let status;
+      const socket = net.connect({ port, host: '127.0.0.1', localAddress: address });
+      const timer = setTimeout(() => finish(new Error('no answer in 10 s')), 10_000);
+      const finish = (error) => {
+        clearTimeout(timer);
+        socket.destroy();
+        if (error) reject(error);
+        else resolve(status);
+      };
+      socket.on('connect', () => socket.write(head));
+      socket.on('error', finish);
+      socket.on('close', () => finish(new Error(`closed before an answer (${text.slice(0, 40)})`)));
+      socket.on('data', (chunk) => {
+        text += chunk.toString('latin1');
+        if (status === undefined && text.includes('\r\n')) status = Number(text.slice(9, 12));
+        if (status !== undefined && (status !== 200 || ready(text))) finish();
+      });
+    });
+  const cycle = async (i) => {
+    const t0 = now();
+    try {
+      if (!legacy) {
+        const status = await shortStream(request(port, i), (text) => text.includes('data:'));
+        if (status !== 200) return refuse(status);
+        counts.admitted++;
+        openMs.push((now() - t0) / 1e6);
+        return;
+      }
+      const init = await send(through, address, port, 'POST', {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: LEGACY_VERSION, capabilities: {}, clientInfo: { name: 'bench-churn', version: '1.0.0' } },
+      });
+      if (init.status !== 200 || init.sessionId === undefined) return refuse(init.status);
+      const head = `GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: ${init.sessionId}\r\nMcp-Protocol-Version: ${LEGACY_VERSION}\r\n\r\n`;
+      const status = await shortStream(head, () => true);
+      if (status !== 200) return refuse(status);
+      counts.admitted++;
+      openMs.push((now() - t0) / 1e6);
+      await send(through, address, port, 'DELETE', undefined, init.sessionId);
+    } catch (error) {
+      failed(error);
+    }
+  };
+  const t0 = now();
+  let active = 0;
+  await new Promise((resolve) => {
+    let due = 0;
+    let over = false;
+    const total = Math.round(rate * seconds);
+    const timer = setInterval(() => {
+      const elapsed = (now() - t0) / 1e9;
+      const target = Math.min(total, Math.floor(elapsed * rate));
+      for (; due < target; due++) {
+        if (active >= inflight) {
+          counts.skipped++;
+          continue;
+        }
+        active++;
+        counts.started++;
+        cycle(base + due).finally(() => {
+          active--;
+          if (over && active === 0) resolve();
+        });
+      }
+      if (due >= total) {
+        clearInterval(timer);
+        over = true;
+        if (active === 0) resolve();
+      }
+    }, 10);
+  });
+  through.destroy();
+  openMs.sort((a, b) => a - b);
+  const q = (p) => (openMs.length === 0 ? NaN : openMs[Math.min(openMs.length - 1, Math.ceil(p * openMs.length) - 1)]);
+  return { ...counts, seconds: (now() - t0) / 1e9, openMsP50: q(0.5), openMsP99: q(0.99) };
+}
+
 function onMarkers(conn, m) {
   const before = conn.markers;
   conn.markers += m;
@@ -315,10 +431,18 @@ process.on('message', async ({ id, cmd, args }) => {
   const reply = (result) => process.send({ id, result });
   try {
     switch (cmd) {
-      case 'open':
+      case 'open': {
         localAddress = args.localAddress ?? '127.0.0.1';
         URIS = uris(args.uris ?? 1);
-        return reply(await openAll(args.port, args.n, args.legacy === true, args.base ?? 0));
+        const opened = await openAll(args.port, args.n, args.legacy === true, args.base ?? 0);
+        if (args.closeIdle) {
+          agent.destroy();
+          agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+        }
+        return reply(opened);
+      }
+      case 'churn':
+        return reply(await churn(args));
       case 'subscribeMore': {
         // Legacy sessions opened with the first URI subscribe to the next ones too.
         const more = uris(args.uris).slice(URIS.length);

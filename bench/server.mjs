@@ -14,6 +14,10 @@
 //                            has more than its high-water mark buffered (`writableNeedDrain`):
 //                            "as fast as the server accepts"
 //   publishOne               publish one notification; reply with the hrtime (ns) just before it
+//   publishMarker            publish one tools/list_changed; reply with the hrtime (ns) just before it
+//   profile {start, name}    with env BENCH_PROFILE=DIR: start, or stop and write
+//                            DIR/<name>-<pid>.cpuprofile, a CPU profile (node:inspector) of what
+//                            ran in between
 //   publishRate {k, ms, markerEvery, uris}  publish k (rotating over the URIs) over ~ms at a
 //                            steady rate, no gate; every
 //                            markerEvery-th is tools/list_changed; reply with the marker times
@@ -113,6 +117,25 @@ async function publishPaced({ k, batch, uris: count = 1 }) {
   return { t0, t1: now(), waits };
 }
 
+let inspector;
+async function profile({ start, name = 'pass' }) {
+  const dir = process.env.BENCH_PROFILE;
+  if (dir === undefined) return {};
+  const { Session } = await import('node:inspector/promises');
+  if (start) {
+    inspector = new Session();
+    inspector.connect();
+    await inspector.post('Profiler.enable');
+    await inspector.post('Profiler.start');
+    return {};
+  }
+  const { profile: taken } = await inspector.post('Profiler.stop');
+  inspector.disconnect();
+  const { writeFile } = await import('node:fs/promises');
+  await writeFile(`${dir}/${name}-${process.pid}.cpuprofile`, JSON.stringify(taken));
+  return {};
+}
+
 async function publishRate({ k, ms, markerEvery, uris: count = 1 }) {
   const URIS = uris(count);
   const markers = [];
@@ -156,6 +179,15 @@ process.on('message', async ({ id, cmd, args }) => {
         result = { t };
         break;
       }
+      case 'publishMarker': {
+        const t = now();
+        peer.publishMarker();
+        result = { t };
+        break;
+      }
+      case 'profile':
+        result = await profile(args);
+        break;
       case 'publishRate':
         result = await publishRate(args);
         break;
