@@ -1,6 +1,6 @@
 // An upstream MCP server as a source of change notifications: its resources' changes and its list
 // changes, shared by every downstream stream that needs them, reconnected by policy, bounded.
-import { asyncScheduler, concat, defer, from, map, merge, NEVER, Observable, of, type SchedulerLike, share, Subject, type Subscription, switchMap, take, timer } from 'rxjs';
+import { asyncScheduler, concat, defer, from, map, merge, NEVER, Observable, of, ReplaySubject, type SchedulerLike, share, Subject, type Subscription, switchMap, take, timer } from 'rxjs';
 import type { Dispatcher } from 'undici';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { httpUrl, implementing, nonNegativeInteger, object, oneOf, options as validOptions, positiveInteger, recordOf, scheduler as validScheduler, string } from '../../lib/validate.js';
@@ -157,7 +157,8 @@ export class Upstream {
             ),
           );
         }),
-        share({ resetOnError: true, resetOnComplete: true, resetOnRefCountZero: () => timer(this.#linger, this.#scheduler) }),
+        // Replayed: a stream that comes later gets the running process's connection.
+        share({ connector: () => new ReplaySubject<UpstreamConnection>(1), resetOnError: true, resetOnComplete: true, resetOnRefCountZero: () => timer(this.#linger, this.#scheduler) }),
       );
     }
   }
