@@ -61,7 +61,7 @@ export function metadataUrls(issuer: string): readonly string[] {
  * @example
  * const { jwks_uri } = await discoverAuthorizationServer('https://auth.example.com');
  * @param issuer the issuer identifier (`https://auth.example.com`; `http:` only on loopback).
- * @param options `timeout`: milliseconds each request may take (defaults to 1 000).
+ * @param options `timeout`: milliseconds the lookup may take, all URLs together (defaults to 1 000).
  * @returns the metadata.
  * @throws InvalidOptionError (a rejection) for an issuer that is not an https URL.
  * @throws DiscoveryError (a rejection) when no URL answered a usable document of that issuer.
@@ -70,10 +70,13 @@ export async function discoverAuthorizationServer(issuer: string, options: { rea
   const checked = issuerUrl('issuer', issuer);
   const timeout = options.timeout === undefined ? DEFAULT_FETCH_TIMEOUT : positiveInteger('timeout', options.timeout, 'milliseconds');
   const failures: string[] = [];
+  // One timeout for all the URLs tried: a server that hangs costs `timeout`, not one per URL.
+  const deadline = AbortSignal.timeout(timeout);
   for (const url of metadataUrls(checked)) {
+    if (deadline.aborted) break;
     let document: Record<string, unknown>;
     try {
-      document = await fetchJson(url, timeout);
+      document = await fetchJson(url, timeout, { deadline });
     } catch (error) {
       if (!(error instanceof FetchFailure)) throw error;
       failures.push(error.message);

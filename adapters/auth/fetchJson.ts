@@ -11,16 +11,26 @@ export class FetchFailure extends Error {
 
 /**
  * GETs (or POSTs, with `init`) `url` and parses its JSON object, giving up after `timeout`
- * milliseconds. No redirect is followed (an authorization server's endpoints are named exactly).
+ * milliseconds, or when `deadline` (several requests' one timeout) aborts. No redirect is followed
+ * (an authorization server's endpoints are named exactly).
  * @throws FetchFailure on a timeout, a network error, a status other than 200, more than 1 MiB, or
  *   anything but a JSON object.
  * @internal
  */
-export async function fetchJson(url: string, timeout: number, init: { readonly method?: 'POST'; readonly headers?: Record<string, string>; readonly body?: string } = {}): Promise<Record<string, unknown>> {
-  const signal = AbortSignal.timeout(timeout);
+export async function fetchJson(
+  url: string,
+  timeout: number,
+  init: { readonly method?: 'POST'; readonly headers?: Record<string, string>; readonly body?: string; readonly deadline?: AbortSignal } = {},
+): Promise<Record<string, unknown>> {
+  const signal = init.deadline ?? AbortSignal.timeout(timeout);
   let response: Response;
   try {
-    response = await fetch(url, { ...init, redirect: 'manual', signal, headers: { accept: 'application/json', ...init.headers } });
+    response = await fetch(url, {
+      ...(init.method === undefined ? {} : { method: init.method, body: init.body }),
+      redirect: 'manual',
+      signal,
+      headers: { accept: 'application/json', ...init.headers },
+    });
   } catch (error) {
     throw new FetchFailure(signal.aborted ? `${url} did not answer within ${timeout} ms` : `${url} could not be reached (${causeOf(error)})`);
   }

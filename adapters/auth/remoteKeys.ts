@@ -56,17 +56,22 @@ export class RemoteKeys {
     try {
       return await keys(header, token);
     } catch (error) {
-      if (!(error instanceof joseErrors.JWKSNoMatchingKey) || !this.#mayFetch(now)) throw error;
-      // A key it does not hold yet: rotated in since the last fetch, or made up.
-      await this.#refresh(now);
-      try {
-        return await this.#keys!(header, token);
-      } catch (again) {
-        if (again instanceof joseErrors.JWKSNoMatchingKey && this.#failure !== undefined) {
-          throw new AuthUnavailableError(`the token's key is not among those held, and the authorization server's keys could not be fetched again (${this.#failure})`, this.#options.retryAfter);
+      if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw error;
+      let missing: unknown = error;
+      if (this.#mayFetch(now)) {
+        // A key it does not hold yet: rotated in since the last fetch, or made up.
+        await this.#refresh(now);
+        try {
+          return await this.#keys!(header, token);
+        } catch (again) {
+          missing = again;
         }
-        throw again;
       }
+      // Not among the keys held while the server cannot be asked: it may be a new one, so 503, not 401.
+      if (missing instanceof joseErrors.JWKSNoMatchingKey && this.#failure !== undefined) {
+        throw new AuthUnavailableError(`the token's key is not among those held, and the authorization server's keys could not be fetched again (${this.#failure})`, this.#options.retryAfter);
+      }
+      throw missing;
     }
   };
 
