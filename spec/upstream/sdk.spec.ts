@@ -37,7 +37,7 @@ async function sdk2Upstream(): Promise<SdkUpstream> {
     return server;
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: handler.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    const s = serve({ fetch: (request) => handler.fetch(request), port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
