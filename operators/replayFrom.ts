@@ -112,12 +112,13 @@ export class ReplayStage extends DisposingStage<Frame> implements HeldFramesSink
   }
 }
 
-const DECIMAL = /^[0-9]+$/;
-
 /** A frame's event id as a number (the priming event's too); `undefined` for a comment or a frame without a decimal id. */
 function idOf(frame: Frame): number | undefined {
   const id = frame.type === 'comment' ? undefined : frame.eventId;
-  return id !== undefined && DECIMAL.test(id) ? Number(id) : undefined;
+  if (id === undefined || id === '') return undefined;
+  // Every frame of a shared log passes here: a number check, not a pattern (ids are decimal strings).
+  const n = Number(id);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
 /**

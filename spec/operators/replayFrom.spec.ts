@@ -4,7 +4,8 @@ import * as assert from 'uvu/assert';
 import { EMPTY, Observable, Subject, take } from 'rxjs';
 import { KEEP_ALIVE, type Frame, type MessageFrame } from '../../lib/frame.js';
 import { ReplayBuffer } from '../../lib/replayBuffer.js';
-import { replayFrom } from '../../operators/replayFrom.js';
+import { GapStage, replayFrom } from '../../operators/replayFrom.js';
+import { stageOperator } from '../../operators/stage.js';
 import { testScheduler } from '../helpers/marbles.js';
 import { asyncLog, updated, eventIds } from '../helpers/frames.js';
 
@@ -175,6 +176,73 @@ test('with an asynchronous log, a failed read errors the stream', async () => {
   const log = { append: (frame: MessageFrame) => frame, after: () => Promise.reject(new Error('redis down')) };
   const error = await new Promise<unknown>((resolve) => new Subject<Frame>().pipe(replayFrom('0', log)).subscribe({ error: resolve }));
   assert.is((error as Error).message, 'redis down');
+});
+
+/* GapStage: the seam kept for a GET stream whose session's log other nodes append to (issue 31) */
+
+const prime = (eventId: string): Frame => ({ type: 'prime', eventId, retry: 1000 });
+const gaps = (log: { append: (frame: MessageFrame) => unknown; after: (id: string) => unknown }, onLost: () => void = () => undefined) =>
+  stageOperator<Frame, Frame>(() => [new GapStage(log as never, onLost)]);
+const idsOf = (frames: readonly Frame[]) => frames.map((frame) => (frame.type === 'comment' ? ':' : (frame.eventId ?? '-')));
+
+test('GapStage: a frame whose id skips some waits while they are read from the log and written first; an id written already is skipped', () => {
+  const log = new ReplayBuffer(10);
+  const stamped = Array.from({ length: 6 }, (_, i) => log.append(updated(`file:///r${i + 1}`)));
+  const live = new Subject<Frame>();
+  let lost = 0;
+  const { out } = collect(live.pipe(gaps(log, () => lost++)));
+  live.next(prime('1'));
+  live.next(stamped[3]!); // 4: 2 and 3 were logged by another node
+  live.next(stamped[2]!); // 3, again
+  live.next(KEEP_ALIVE);
+  live.next(stamped[4]!);
+  assert.equal(idsOf(out), ['1', '2', '3', '4', ':', '5']);
+  assert.equal(out[1], log.after('1')[0], 'the frame as the log keeps it');
+  assert.is(lost, 0);
+});
+
+test('GapStage: ids the log no longer holds are reported once per gap (after the frame that found it, what onLost sends comes after it), then the stream goes on', () => {
+  const log = new ReplayBuffer(2);
+  const stamped = Array.from({ length: 5 }, (_, i) => log.append(updated(`file:///r${i + 1}`)));
+  const live = new Subject<Frame>();
+  let lost = 0;
+  const { out } = collect(
+    live.pipe(
+      gaps(log, () => {
+        lost++;
+        live.next(log.append(updated('file:///reread')));
+      }),
+    ),
+  );
+  live.next(prime('0'));
+  live.next(stamped[4]!); // 5: 1-3 are gone, 4 is kept
+  assert.equal(idsOf(out), ['0', '4', '5', '6']);
+  assert.is(lost, 1);
+});
+
+test('GapStage: with an asynchronous log the frames after a gap, comments included, wait behind the read, in order; a failed read counts as lost', async () => {
+  const log = asyncLog(100);
+  const stamped: MessageFrame[] = [];
+  for (let i = 0; i < 4; i++) stamped.push(await log.append(updated(`file:///r${i + 1}`)));
+  const live = new Subject<Frame>();
+  const { out } = collect(live.pipe(gaps(log)));
+  live.next(prime('1'));
+  live.next(stamped[2]!);
+  live.next(KEEP_ALIVE);
+  live.next(stamped[3]!);
+  assert.equal(idsOf(out), ['1']);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(idsOf(out), ['1', '2', '3', ':', '4']);
+
+  let lost = 0;
+  const failing = { append: (frame: MessageFrame) => frame, after: () => Promise.reject(new Error('redis down')) };
+  const other = new Subject<Frame>();
+  const { out: written } = collect(other.pipe(gaps(failing, () => lost++)));
+  other.next(prime('1'));
+  other.next({ ...updated('file:///x'), eventId: '4' });
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(idsOf(written), ['1', '4']);
+  assert.is(lost, 1);
 });
 
 test.run();
