@@ -56,6 +56,25 @@ test('session options: defaults, and each bad value refused by name', () => {
   }
 });
 
+test("the MemorySessionStore's takeUp makes a node the keeper only if the one it names is (forgetting a GET stream there); keptBy finds a node's and its workers' sessions", () => {
+  const store = new MemorySessionStore();
+  const record = (id: string) => ({ id, principal: 'p', protocolVersion: '2025-11-25', subscriptions: ['a'], lastActivity: 10 });
+  for (const id of ['s1', 's2', 's3', 's4']) store.create(record(id));
+  store.update('s1', { streamNode: 'm/1', keeper: 'm/1', scopes: ['x'] });
+  store.update('s2', { keeper: 'm/2' });
+  store.update('s3', { keeper: 'mx' });
+  assert.equal(store.keptBy('m').map(({ id, keeper }) => `${id} ${keeper}`), ['s1 m/1', 's2 m/2']);
+  assert.equal(store.keptBy('m/1'), [{ id: 's1', keeper: 'm/1' }]);
+  assert.is(store.takeUp('s1', 'm/2', 'n'), false, 'not its keeper');
+  assert.is(store.takeUp('s1', 'm/1', 'n'), true);
+  assert.equal({ ...store.get('s1') }, { ...record('s1'), streamNode: null, keeper: 'n', scopes: ['x'] });
+  assert.is(store.takeUp('s1', 'm/1', 'o'), false, 'one of the nodes that try wins');
+  assert.is(store.takeUp('s1', 'n', null), true, 'a keeper lets go');
+  assert.is(store.get('s1')!.keeper, null);
+  assert.is(store.takeUp('s4', null, 'n'), true, 'a session nobody keeps');
+  assert.is(store.takeUp('missing', null, 'n'), false);
+});
+
 test('the MemorySessionStore hands out frozen copies and finds idle records', () => {
   const store = new MemorySessionStore();
   const subscriptions = ['a'];

@@ -14,7 +14,7 @@ import { test } from 'uvu';
 import { ReplayBuffer } from '../../lib/replayBuffer.js';
 import { eventually } from '../helpers/http.js';
 import { updated } from '../helpers/frames.js';
-import { assertConsecutive, Changes, collapsed, gatedStore, heard, lateClaims, opened, quiet, rereadOf } from '../helpers/handover.js';
+import { assertConsecutive, Changes, collapsed, gatedStore, heard, lateClaims, opened, quiet, report, rereadOf } from '../helpers/handover.js';
 import { call, frameText, GetStream, initialize, listChangedMessage, nextTurn, sleep, updatedMessage } from '../helpers/legacy.js';
 import { startMachine, type TestMachine } from '../helpers/cluster.js';
 
@@ -56,6 +56,7 @@ test('a worker stopped gracefully while files change: the other takes its sessio
   await sleep(100);
   assertConsecutive(resumed, seen + 1, 'the replay and the live frames');
   // A change logged by both workers while they overlap is heard twice in a row, never missed.
+  report('machine, graceful stop', resumed, changes.published.length - seen);
   assert.deepEqual(collapsed(heard(resumed)), changes.published.slice(seen), 'every change made after the last one the client saw');
   resumed.destroy();
 });
@@ -83,6 +84,7 @@ test('a worker that dies while files change: the other takes its session up at o
   assert.ok(reread >= 0, `the re-read signal: ${got.join(' ')}`);
   assert.deepEqual(got.slice(reread, reread + 6), rereadOf([X, Y, Z]), 'resources/updated for each subscribed URI, list_changed for each list');
   const after = collapsed(got.slice(reread + 6));
+  report('machine, killed', resumed, changes.published.length - seen, {});
   assert.deepEqual(after.slice(-(changes.published.length - from)), changes.published.slice(from), 'every change made after the take-up, in order');
   resumed.destroy();
 });

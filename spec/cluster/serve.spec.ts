@@ -16,7 +16,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import { listenBody, LISTEN_HEADERS, SseConnection } from '../helpers/http.js';
-import { call, frameText, GetStream, initialize, rpcBody, send, sleep, updatedMessage } from '../helpers/legacy.js';
+import { call, frameText, GetStream, initialize, listChangedMessage, rpcBody, send, sleep, updatedMessage } from '../helpers/legacy.js';
 
 const CLI = fileURLToPath(new URL('../../dist/adapters/cli.js', import.meta.url));
 
@@ -170,7 +170,7 @@ test('legacy reconnects forced onto the other worker: each replays exactly the f
   assert.ok(moves >= 1, 'no reconnect landed on the other worker');
 });
 
-test('a killed worker: the primary reports it and starts another; the session held there resumes on another worker, losing nothing the replay buffer holds', async () => {
+test('a killed worker: the primary reports it and starts another; the other worker takes its session up (the re-read signal first) and it resumes there, losing nothing the replay buffer holds', async () => {
   const holder = servedBy((await get.response).headers);
   const pid = Number(new RegExp(`INFO: cluster: worker ${holder} \\(pid (\\d+)\\) listening$`, 'm').exec(stderr)![1]);
   const from = stderr.length;
@@ -178,15 +178,23 @@ test('a killed worker: the primary reports it and starts another; the session he
   await said(new RegExp(`INFO: cluster: worker ${holder} \\(pid ${pid}\\) exited \\(signal SIGKILL\\); released 1 stream slots, 0 listen admissions, 1 sessions' GET streams; starting another`, 'm'), from);
   await said(/INFO: cluster: worker 3 \(pid \d+\) listening$/m, from);
   await get.untilEnded();
-  // The client missed the last two frames (it resumes from an older id): the log has them.
+  // The client missed the last two frames (it resumes from an older id): the log has them. The
+  // worker that took the session up when the primary saw the other exit (long before the client is
+  // back) logged the re-read signal: what changed between the death and the take-up (issue 31).
   const resumed = GetStream.open(url, sessionId, { lastEventId: String(seen - 2) });
-  await resumed.untilId(seen);
+  await resumed.untilId(seen + 4);
   await sleep(150);
   await change(1);
-  await resumed.untilId(seen + 1);
+  await resumed.untilId(seen + 5);
   await sleep(100);
-  let expected = '';
-  for (let id = seen - 1; id <= seen + 1; id++) expected += frameText(id, updatedMessage(uriOf(todo)));
+  const expected =
+    frameText(seen - 1, updatedMessage(uriOf(todo))) +
+    frameText(seen, updatedMessage(uriOf(todo))) +
+    frameText(seen + 1, updatedMessage(uriOf(todo))) +
+    frameText(seen + 2, listChangedMessage('tools')) +
+    frameText(seen + 3, listChangedMessage('prompts')) +
+    frameText(seen + 4, listChangedMessage('resources')) +
+    frameText(seen + 5, updatedMessage(uriOf(todo)));
   assert.equal(resumed.withoutKeepAlives, expected);
   assert.equal((stderr.match(/INFO: cluster: worker \d+ watches the folder$/gm) ?? []).length >= 1, true);
   get = resumed;

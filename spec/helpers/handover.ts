@@ -132,6 +132,14 @@ export function assertConsecutive(stream: GetStream, from: number, what: string)
   assert.deepEqual(ids, ids.map((_, i) => from + i), `${what}: ids ${ids.join(' ')}`);
 }
 
+/** One line of figures for the run's output: frames the reconnected stream got, their ids, the changes made meanwhile, the ones heard twice. */
+export function report(what: string, stream: GetStream, published: number, extra: Record<string, unknown> = {}): void {
+  const ids = stream.ids;
+  const got = heard(stream);
+  const figures = { frames: ids.length, ids: ids.length === 0 ? [] : [ids[0], ids.at(-1)], changesAfterLastSeen: published, heardTwiceInARow: got.length - collapsed(got).length, ...extra };
+  process.stdout.write(`\n  ${what}: ${JSON.stringify(figures)}\n`);
+}
+
 /** What a re-read of a session subscribed to `uris` on an endpoint advertising tools, prompts and resources sends. */
 export function rereadOf(uris: readonly string[]): string[] {
   return [...uris, 'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'];

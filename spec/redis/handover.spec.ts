@@ -23,7 +23,7 @@ import { RedisSessionStore } from '../../adapters/redis/sessionStore.js';
 import { Hub } from '../../lib/hub.js';
 import type { SessionBus, SessionStore } from '../../lib/session.js';
 import { updated } from '../helpers/frames.js';
-import { assertConsecutive, Changes, collapsed, gatedStore, heard, lateClaims, opened, quiet, rereadOf } from '../helpers/handover.js';
+import { assertConsecutive, Changes, collapsed, gatedStore, heard, lateClaims, opened, quiet, report, rereadOf } from '../helpers/handover.js';
 import { eventually } from '../helpers/http.js';
 import { call, frameText, GetStream, initialize, listChangedMessage, nextTurn, sleep, updatedMessage } from '../helpers/legacy.js';
 import { redisForSuite } from '../helpers/redis.js';
@@ -33,7 +33,7 @@ const suite = redisForSuite(test);
 const X = 'file:///srv/x.txt';
 const Y = 'file:///srv/y.txt';
 const Z = 'file:///srv/z.txt';
-const HEARTBEAT = 300;
+const HEARTBEAT = 600;
 
 let prefixes = 0;
 let closers: (() => Promise<void>)[] = [];
@@ -120,6 +120,7 @@ test('a node stopped gracefully while files change: another takes its session ov
   await changes.stop();
   await sleep(150);
   assertConsecutive(resumed, seen + 1, 'the replay and the live frames');
+  report('fleet, graceful stop', resumed, changes.published.length - seen);
   assert.deepEqual(collapsed(heard(resumed)), changes.published.slice(seen), 'every change made after the last one the client saw');
   resumed.destroy();
 });
@@ -153,6 +154,7 @@ test('a node killed (SIGKILL) while files change: another takes its session up w
   assert.ok(reread >= 0, `the re-read signal: ${got.join(' ')}`);
   assert.deepEqual(got.slice(reread, reread + 6), rereadOf([X, Y, Z]), 'resources/updated for each subscribed URI, list_changed for each list');
   const after = collapsed(got.slice(reread + 6));
+  report('fleet, killed', resumed, changes.published.length - seen, { tookUpMs: tookUp });
   assert.deepEqual(after.slice(-(changes.published.length - from)), changes.published.slice(from), 'every change made after the take-up, in order');
   resumed.destroy();
 });

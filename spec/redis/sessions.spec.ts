@@ -49,6 +49,63 @@ test('RedisSessionStore: create, get, update (streamNode set and cleared), delet
   }
 });
 
+test('RedisSessionStore: takeUp makes a node the keeper only if the one it names is (forgetting a GET stream there), one of several wins; keptBy finds the sessions a node or its workers keep', async () => {
+  const prefix = freshPrefix();
+  const store = new RedisSessionStore({ redis: suite.server.url, prefix, ttl: 60_000 });
+  try {
+    await store.ready();
+    for (const id of ['s1', 's2', 's3', 's4']) await store.create(record(id));
+    await store.update('s1', { streamNode: 'm/1', keeper: 'm/1', scopes: ['read:x'] });
+    await store.update('s2', { keeper: 'm/2' });
+    await store.update('s3', { keeper: 'mx' });
+    const kept = await store.keptBy('m');
+    assert.deepEqual(kept.map(({ id, keeper }) => `${id} ${keeper}`).sort(), ['s1 m/1', 's2 m/2']);
+    assert.deepEqual(await store.keptBy('m/2'), [{ id: 's2', keeper: 'm/2' }]);
+    assert.equal(await store.takeUp('s1', 'm/2', 'n'), false, 'not its keeper');
+    const racing = await Promise.all(['n', 'o', 'p'].map((node) => store.takeUp('s1', 'm/1', node)));
+    assert.deepEqual(racing.filter(Boolean).length, 1, 'one of the nodes that try wins');
+    const won = ['n', 'o', 'p'][racing.indexOf(true)]!;
+    assert.deepEqual(await store.get('s1'), { ...record('s1'), streamNode: null, keeper: won, scopes: ['read:x'] });
+    assert.equal(await store.takeUp('s1', won, null), true, 'a keeper lets go');
+    assert.equal((await store.get('s1'))!.keeper, undefined);
+    assert.equal(await store.takeUp('s4', null, 'n'), true, 'a session nobody keeps');
+    assert.equal(await store.takeUp('missing', null, 'n'), false);
+    assert.equal(await suite.raw.exists(sessionKeys(prefix, 'missing').record), 0);
+  } finally {
+    await store.close();
+  }
+});
+
+test('RedisSessionBus: a node whose heartbeat expires is handed, once, to one live node as left; a node that leaves is counted out at once', async () => {
+  const channel = `sessions-${freshPrefix()}`;
+  const heard: [string, string, SessionCommand][] = [];
+  const buses = ['A', 'B', 'C'].map((nodeId) => new RedisSessionBus({ redis: suite.server.url, nodeId, channel, heartbeatTtl: 600 }));
+  const leftC = () => heard.filter(([, , command]) => command.kind === 'left' && command.node === 'C');
+  try {
+    for (const bus of buses) {
+      bus.connect((id, command) => heard.push([bus.nodeId, id, command]));
+      await bus.ready();
+    }
+    await sleep(250); // every one has beaten
+    const [a, b, c] = buses as [RedisSessionBus, RedisSessionBus, RedisSessionBus];
+    await c.close(); // dies: its heartbeat stops, nobody is told
+    await eventually(() => leftC().length > 0, 3000, 'the death of C to be noticed');
+    await sleep(700);
+    assert.equal(leftC().length, 1, `by one node only: ${JSON.stringify(heard)}`);
+    const [[by, id]] = leftC() as [[string, string, SessionCommand]];
+    assert.ok(by === 'A' || by === 'B');
+    assert.equal(id, '');
+    assert.equal(heard.length, 1, `A and B are alive: ${JSON.stringify(heard)}`);
+    assert.equal(a.stats.departed + b.stats.departed, 1);
+    assert.equal(await a.leave(), 1, 'B is alive');
+    await sleep(700);
+    assert.equal(heard.length, 1, 'a node that left is nobody\'s to take up');
+    assert.equal(await b.leave(), 0);
+  } finally {
+    await Promise.all(buses.map((bus) => bus.close()));
+  }
+});
+
 test('RedisSessionStore: the record expires ttl after its last update, so Redis evicts idle sessions by itself', async () => {
   const prefix = freshPrefix();
   const store = new RedisSessionStore({ redis: suite.server.url, prefix, ttl: 10_000 });
@@ -306,6 +363,7 @@ test('options are validated at construction, naming the option', () => {
     [() => redisEventLogs({ redis: suite.server.url, ttl: -1 }), 'ttl must be a positive integer of milliseconds (at least 1), got -1'],
     [() => new RedisSessionBus({ redis: suite.server.url, nodeId: '' }), 'nodeId must be a non-empty string without whitespace, got ""'],
     [() => new RedisSessionBus({ redis: suite.server.url, publishTimeout: 0 }), 'publishTimeout must be a positive integer of milliseconds (at least 1), got 0'],
+    [() => new RedisSessionBus({ redis: suite.server.url, heartbeatTtl: 20 }), 'heartbeatTtl must be a positive integer of milliseconds (at least 30), got 20'],
   ];
   for (const [construct, message] of cases) {
     assert.throws(construct, (error: unknown) => error instanceof InvalidOptionError && error.message === message, message);
