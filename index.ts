@@ -43,7 +43,7 @@ export type { ProtectedResource } from './lib/protectedResource.js';
 
 /* Legacy era: session store, resource providers, replay */
 export { MemorySessionStore } from './lib/session.js';
-export type { SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './lib/session.js';
+export type { KeptSession, SessionBus, SessionChanges, SessionCommand, SessionRecord, SessionStore } from './lib/session.js';
 export { hubResources } from './lib/resources.js';
 export type { HubResourcesOptions, ResourceProvider, ResourceTemplate } from './lib/resources.js';
 export { ReplayBuffer } from './lib/replayBuffer.js';

@@ -25,6 +25,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'protocol.ts': ['NEWEST_LEGACY_PROTOCOL_VERSION', 'RECOGNIZED_LEGACY_VERSIONS'],
   'resources.ts': ['changesHub', 'resourceProvider', 'unrestrictedHub'],
   'replayBuffer.ts': ['loggedFrame', 'stamp'],
+  'session.ts': ['keptByNode'],
   'slots.ts': ['isShared'],
   'subscribers.ts': ['BareSubscriber', 'LeanSubscriber'],
   'telemetry.ts': ['accountQueue', 'reportError', 'reportTrace'],

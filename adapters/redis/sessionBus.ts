@@ -62,7 +62,14 @@ export interface RedisSessionBusStats {
 /**
  * A {@link SessionBus} on Redis pub/sub: the {@link SessionCommand}s with which the nodes of a
  * fleet hand a legacy session's GET stream to each other (`claimed`), reach the node holding it
- * with a subscribe or unsubscribe POST served elsewhere, and forget an ended session.
+ * with a subscribe or unsubscribe POST served elsewhere, forget an ended session, and hand over
+ * the sessions of a node that stops (`orphaned`, `kept`).
+ *
+ * Every node also beats a heartbeat: every `heartbeatTtl / 3` one script records it in the sorted
+ * set `{<channel>}:nodes` (score: Redis server time) and removes the nodes whose last heartbeat is
+ * older than `heartbeatTtl`; each node so found dead is handed to the node that removed it, and to
+ * no other, as `left` (with the session id `''`), for it to take up the sessions the dead node kept.
+ * {@link leave} takes a stopping node out at once and says how many others are alive.
  *
  * A command is sent as `<nodeId> <JSON [sessionId, command]>` on one channel; every node's
  * subscriber hands the commands of *other* nodes to the endpoint (a node skips its own).
@@ -79,7 +86,7 @@ export interface RedisSessionBusStats {
  * const sessionBus = new RedisSessionBus({ redis: 'redis://10.0.0.5:6379', nodeId: 'node-a' });
  * await sessionBus.ready();
  * const endpoint = new McpEndpoint({ hub, sessionStore, eventLog, sessionBus });
- * // on shutdown, after endpoint.close():
+ * // on shutdown, after await endpoint.close() (it hands the node's sessions over through the bus):
  * await sessionBus.close();
  * @param options see {@link RedisSessionBusOptions}.
  * @throws InvalidOptionError naming `RedisSessionBus options` when `options` is not an object, else the option

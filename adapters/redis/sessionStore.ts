@@ -57,12 +57,15 @@ const SCAN_COUNT = 500;
  * that a session's POSTs and its GET stream can land on different nodes (DESIGN L1, L4, L8).
  *
  * Each record is one hash (`<prefix>:{<id>}`: principal, protocol version, subscriptions as a
- * JSON array, last activity, the node holding the GET stream) whose expiry is set to `ttl` on
+ * JSON array, last activity, the node holding the GET stream, the node keeping its subscriptions
+ * and the read scopes of its latest GET) whose expiry is set to `ttl` on
  * creation and on every update, so Redis evicts idle records by itself; {@link idleSince}
  * therefore returns an empty list (the endpoint still ends the idle sessions it holds, by their
  * `lastActivity`). The same hash holds the session's event-id counter (see
  * {@link redisEventLogs}), so ids never restart while the record lives; `delete` removes the
- * record and the session's event log together.
+ * record and the session's event log together. {@link takeUp} (one script: exactly one of the
+ * nodes that try wins) and {@link keptBy} (a `SCAN`, once per death of a node) let the fleet take
+ * up the sessions of a node that stopped or died (docs/fleet.md, "What survives a node's death").
  *
  * Commands are not queued while Redis is unreachable: they fail at once (or after
  * `commandTimeout`), and the request that needed them gets a JSON-RPC `-32603`. Call
