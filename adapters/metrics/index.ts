@@ -2,6 +2,8 @@
 // as Prometheus metrics, through prom-client (an optional peer dependency).
 import type { Counter, Gauge, Registry } from 'prom-client';
 import type { McpEndpoint } from '../http/endpoint.js';
+import type { UpstreamGateway } from '../upstream/gateway.js';
+import { UPSTREAM_STATES, type UpstreamStats } from '../upstream/telemetry.js';
 import { queueTotals } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, implementing, options as validOptions, string } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
@@ -143,4 +145,68 @@ export function collectMetrics(registry: Registry, endpoint: McpEndpoint, option
       for (const name of names) registry.removeSingleMetric(name);
     }),
   };
+}
+
+/**
+ * Registers a gateway's upstream metrics on a prom-client `Registry` (the upstreams of
+ * `mcp-rx-streams/upstream`), read from `gateway.stats` at each scrape, labelled by upstream name:
+ * - `mcp_rx_upstream_state{upstream,state}` gauge: 1 for the upstream's state now (`idle`,
+ *   `connecting`, `open`, `retrying`, `closed`), 0 for the others;
+ * - `mcp_rx_upstream_reconnects_total{upstream}` counter: streams opened again after they failed or ended;
+ * - `mcp_rx_upstream_frames_in_total{upstream}` counter: messages received from the upstream;
+ * - `mcp_rx_upstream_frames_out_total{upstream}` counter: notifications handed to downstream streams;
+ * - `mcp_rx_upstream_uris{upstream}`, `mcp_rx_upstream_streams{upstream}` gauges: resource URIs
+ *   held, upstream streams open or being opened.
+ *
+ * @example
+ * collectMetrics(registry, endpoint);
+ * collectUpstreamMetrics(registry, gateway);
+ * @param registry the prom-client registry to register on.
+ * @param gateway the gateway (`upstreamGateway(...)`) whose `stats` are read at each scrape.
+ * @param options see {@link MetricsOptions}.
+ * @throws MissingPeerDependencyError when prom-client is not installed.
+ * @throws InvalidOptionError naming `collectUpstreamMetrics registry`, `collectUpstreamMetrics
+ *   gateway` (not an UpstreamGateway), `collectUpstreamMetrics options` or `prefix`, as {@link collectMetrics} does.
+ */
+export function collectUpstreamMetrics(registry: Registry, gateway: UpstreamGateway, options: MetricsOptions = {}): MetricsBridge {
+  const prom = requirePeer<PromClient>('prom-client', 'mcp-rx-streams/metrics');
+  implementing('collectUpstreamMetrics registry', registry, ['registerMetric', 'removeSingleMetric'], "a prom-client Registry (new Registry(), or prom-client's register)");
+  implementing('collectUpstreamMetrics gateway', gateway, ['methods', 'start', 'close'], 'an UpstreamGateway (upstreamGateway({ hub, upstreams }) of mcp-rx-streams/upstream)');
+  const given = validOptions<keyof MetricsOptions>('collectUpstreamMetrics options', options, ['prefix']);
+  const prefix = given.prefix === undefined ? 'mcp_rx_' : string('prefix', given.prefix, { pattern: /^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/, what: METRIC_PREFIX });
+  const names: string[] = [];
+  const registers = [registry];
+  const gauge = (name: string, help: string, labelNames: readonly string[], collect: (this: Gauge<string>, stats: readonly UpstreamStats[]) => void) => {
+    names.push(prefix + name);
+    new prom.Gauge({ name: prefix + name, help, labelNames, registers, collect(this: Gauge<string>) {
+      collect.call(this, gateway.stats);
+    } });
+  };
+  // A counter read at each scrape: it grows by what each upstream counted since the last one.
+  const counter = (name: string, help: string, read: (stats: UpstreamStats) => number) => {
+    names.push(prefix + name);
+    const seen = new Map<string, number>();
+    new prom.Counter({ name: prefix + name, help, labelNames: ['upstream'], registers, collect(this: Counter<string>) {
+      for (const stats of gateway.stats) {
+        const now = read(stats);
+        const before = seen.get(stats.upstream) ?? 0;
+        // Incremented by 0 too: an upstream that never reconnected shows 0, not nothing.
+        this.inc({ upstream: stats.upstream }, Math.max(0, now - before));
+        seen.set(stats.upstream, now);
+      }
+    } });
+  };
+  gauge('upstream_state', "1 for the upstream's state now, 0 for the other states.", ['upstream', 'state'], function (all) {
+    for (const stats of all) for (const state of UPSTREAM_STATES) this.set({ upstream: stats.upstream, state }, stats.state === state ? 1 : 0);
+  });
+  counter('upstream_reconnects_total', 'Upstream streams opened again after they failed or ended.', (stats) => stats.reconnects);
+  counter('upstream_frames_in_total', 'Messages received from the upstream.', (stats) => stats.framesIn);
+  counter('upstream_frames_out_total', 'Notifications from the upstream handed to downstream streams.', (stats) => stats.framesOut);
+  gauge('upstream_uris', 'Resource URIs of the upstream held now.', ['upstream'], function (all) {
+    for (const stats of all) this.set({ upstream: stats.upstream }, stats.uris);
+  });
+  gauge('upstream_streams', 'Upstream streams open or being opened now.', ['upstream'], function (all) {
+    for (const stats of all) this.set({ upstream: stats.upstream }, stats.streams);
+  });
+  return { names, close: once(() => names.forEach((name) => registry.removeSingleMetric(name))) };
 }

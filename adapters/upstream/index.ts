@@ -22,5 +22,5 @@ export { splitUpstreamUri, UPSTREAM_URI_SCHEME, upstreamUri } from './uri.js';
 /* Errors and telemetry */
 export { UpstreamError, UpstreamUnavailableError } from './errors.js';
 export type { UpstreamErrorInfo } from './errors.js';
-export { upstreamChannels } from './telemetry.js';
+export { UPSTREAM_STATES, upstreamChannels } from './telemetry.js';
 export type { UpstreamState, UpstreamStateEvent, UpstreamStats } from './telemetry.js';

@@ -8,6 +8,9 @@ import diagnostics_channel from 'node:diagnostics_channel';
  */
 export type UpstreamState = 'idle' | 'connecting' | 'open' | 'retrying' | 'closed';
 
+/** Every {@link UpstreamState}, in the order of a life. */
+export const UPSTREAM_STATES: readonly UpstreamState[] = Object.freeze(['idle', 'connecting', 'open', 'retrying', 'closed']);
+
 /** The counts of one upstream (see `Upstream.stats`). */
 export interface UpstreamStats {
   /** The upstream's name. */
