@@ -3,6 +3,8 @@
 // trace context, through @opentelemetry/api (an optional peer dependency).
 import type { Attributes, BatchObservableResult, Context, Meter, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import type { McpEndpoint } from '../http/endpoint.js';
+import type { UpstreamGateway } from '../upstream/gateway.js';
+import { UPSTREAM_STATES } from '../upstream/telemetry.js';
 import { channels, queueTotals, type ListenTrace, type TraceEvent } from '../../lib/telemetry.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { endpoint as validEndpoint, implementing, oneOf, options as validOptions, string } from '../../lib/validate.js';
@@ -134,6 +136,58 @@ export function collectOtelMetrics(meter: Meter, endpoint: McpEndpoint, options?
       meter.removeBatchObservableCallback(observe, observables);
     }),
   };
+}
+
+/**
+ * Creates a gateway's upstream instruments on an OpenTelemetry `Meter` (the upstreams of
+ * `mcp-rx-streams/upstream`), the same as `collectUpstreamMetrics` of `mcp-rx-streams/metrics`
+ * registers on prom-client, under the same names with the prefix `mcp_rx.`, each with the attribute
+ * `upstream` (its name), read from `gateway.stats` once per collection:
+ *
+ * - `upstream_state{upstream,state}` observable gauge: 1 for the upstream's state now, 0 for the others;
+ * - `upstream_reconnects`, `upstream_frames_in`, `upstream_frames_out` observable counters;
+ * - `upstream_uris`, `upstream_streams` observable gauges.
+ *
+ * @example
+ * collectUpstreamOtelMetrics(metrics.getMeter('mcp-rx-streams'), gateway);
+ * @param meter where the instruments are created.
+ * @param gateway the gateway (`upstreamGateway(...)`) whose `stats` are read at each collection.
+ * @param options see {@link OtelMetricsOptions}.
+ * @throws MissingPeerDependencyError when `@opentelemetry/api` is not installed (checked first).
+ * @throws InvalidOptionError naming it when the meter, the gateway or an option is not what it takes.
+ * @see collectOtelMetrics
+ */
+export function collectUpstreamOtelMetrics(meter: Meter, gateway: UpstreamGateway, options?: OtelMetricsOptions): OtelMetricsBridge {
+  requirePeer<OtelApi>('@opentelemetry/api', ENTRY);
+  implementing('collectUpstreamOtelMetrics meter', meter, ['createObservableGauge', 'createObservableCounter'], 'an OpenTelemetry Meter (metrics.getMeter(name))');
+  implementing('collectUpstreamOtelMetrics gateway', gateway, ['methods', 'start', 'close'], 'an UpstreamGateway (upstreamGateway({ hub, upstreams }) of mcp-rx-streams/upstream)');
+  const given = validOptions('collectUpstreamOtelMetrics options', options, ['prefix']);
+  const prefix = given.prefix === undefined ? 'mcp_rx.' : string('prefix', given.prefix, PREFIX_RULE);
+  const names: string[] = [];
+  const named = (name: string) => {
+    names.push(prefix + name);
+    return prefix + name;
+  };
+  const state = meter.createObservableGauge(named('upstream_state'), { description: "1 for the upstream's state now, 0 for the other states." });
+  const reconnects = meter.createObservableCounter(named('upstream_reconnects'), { description: 'Upstream streams opened again after they failed or ended.' });
+  const framesIn = meter.createObservableCounter(named('upstream_frames_in'), { description: 'Messages received from the upstream.' });
+  const framesOut = meter.createObservableCounter(named('upstream_frames_out'), { description: 'Notifications from the upstream handed to downstream streams.' });
+  const uris = meter.createObservableGauge(named('upstream_uris'), { description: 'Resource URIs of the upstream held now.' });
+  const streams = meter.createObservableGauge(named('upstream_streams'), { description: 'Upstream streams open or being opened now.' });
+  const observe = (observer: BatchObservableResult) => {
+    for (const stats of gateway.stats) {
+      const upstream = { upstream: stats.upstream };
+      for (const each of UPSTREAM_STATES) observer.observe(state, stats.state === each ? 1 : 0, { ...upstream, state: each });
+      observer.observe(reconnects, stats.reconnects, upstream);
+      observer.observe(framesIn, stats.framesIn, upstream);
+      observer.observe(framesOut, stats.framesOut, upstream);
+      observer.observe(uris, stats.uris, upstream);
+      observer.observe(streams, stats.streams, upstream);
+    }
+  };
+  const observables = [state, reconnects, framesIn, framesOut, uris, streams];
+  meter.addBatchObservableCallback(observe, observables);
+  return { names, close: once(() => meter.removeBatchObservableCallback(observe, observables)) };
 }
 
 /** Options of {@link traceListens}. */
