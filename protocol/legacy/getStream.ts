@@ -48,6 +48,8 @@ export interface StreamOwner {
   readonly opening: Map<LiveSession, PendingGet>;
   /** A GET stream attached to `session` here: the subscribes that wait for one hear it. */
   attached(session: LiveSession): void;
+  /** True when this GET takes over a stream another node may have died with (it then sends the re-read signal once restored). */
+  movedHere(session: LiveSession): boolean;
 }
 
 /**
@@ -195,13 +197,28 @@ function subscribeGetStream(
   // the session lets go of the stream at once, while the stream writes what it holds (nothing, if
   // its client is not reading: it then ends at once and replays on reconnect).
   const values: SessionValues = { lastEventId, log: session.log, prime: primes(session.protocolVersion), expiresAt: expiry, demand$, watcher: handle };
-  const restoring = unrestored.length === 0 ? undefined : restorePlan(unrestored, (uri) => restore(init, session, uri, handle, context), RESTORE_CONCURRENCY, onRestoreError);
+  // After a stream that may have died with its node: the re-read signal, once the subscriptions are live.
+  const reread = owner.movedHere(session) ? afterAll(unrestored.length, () => session.stream === handle && session.reread(owner.lists)) : undefined;
+  const restoreOne = (uri: string) => restore(init, session, uri, handle, context);
+  const restoring =
+    unrestored.length === 0
+      ? undefined
+      : restorePlan(unrestored, reread === undefined ? restoreOne : (uri) => restoreOne(uri).finally(reread), RESTORE_CONCURRENCY, onRestoreError);
   // Where the session's log is shared with other nodes, the stream also keeps its ids gapless (GapStage).
   const stages = init.placement.shared ? () => withGaps(sessionStages(init.streams, values, restoring), owner, session) : () => sessionStages(init.streams, values, restoring);
   const stream$ = feed$.pipe(stageOperator<Frame, Frame>(stages));
   stream$.subscribe(subscriber);
   // A stream closed as it opened never registers its feed: nothing else would give back what it holds.
   if (!handle.attached) handle.unsubscribe();
+  else if (reread !== undefined && unrestored.length === 0) reread();
+}
+
+/** A function that runs `then` at its `count`-th call (at its first when `count` is 0), once. */
+function afterAll(count: number, then: () => unknown): () => void {
+  let left = Math.max(count, 1);
+  return () => {
+    if (--left === 0) then();
+  };
 }
 
 function noStages(): [] {

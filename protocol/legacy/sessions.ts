@@ -53,6 +53,8 @@ export class LegacySessions {
   readonly #waits = new Map<string, Set<() => void>>();
   // The sessions a stopping node handed over, each until another node keeps it (or it ends here).
   readonly #handing = new Map<string, () => void>();
+  // The sessions whose record, as last read here, placed their GET stream on another node.
+  readonly #streamElsewhere = new Set<string>();
 
   readonly #disconnect: (() => void) | undefined;
   readonly #owner: StreamOwner;
@@ -66,7 +68,14 @@ export class LegacySessions {
     if (capabilities.prompts) listTopics.push('prompts');
     if (capabilities.resources) listTopics.push('resources');
     this.#lists = new ListChanges(init.hub, Object.freeze(listTopics), this.#sessions);
-    this.#owner = { init, lists: this.#lists, isClosed: () => this.#closed, opening: new Map(), attached: (session) => this.#wake(session.id) };
+    this.#owner = {
+      init,
+      lists: this.#lists,
+      isClosed: () => this.#closed,
+      opening: new Map(),
+      attached: (session) => this.#wake(session.id),
+      movedHere: (session) => this.#movedHere(session),
+    };
     this.#disconnect = init.bus?.connect((id, command) => this.#command(id, command));
     this.#waitsView = { current: (id) => this.#sessions.get(id), changed: (id) => this.#changed(id) };
   }
@@ -85,6 +94,18 @@ export class LegacySessions {
         if (waiting.size === 0 && this.#waits.get(id) === waiting) this.#waits.delete(id);
       };
     });
+  }
+
+  /**
+   * A GET stream opened here for `session`: true when its record still placed the stream on another
+   * node, which never said the stream ended there (a node clears it as its stream drops). That node
+   * may have died with it, unnoticed yet (its heartbeat has not expired, so nobody took the session
+   * up): the changes since reached no log, and the stream sends the re-read signal once its
+   * subscriptions are live. (If the other node merely had not noticed its client leave, it logged
+   * everything, and the re-read is one more notification than needed.)
+   */
+  #movedHere(session: LiveSession): boolean {
+    return this.#streamElsewhere.delete(session.id);
   }
 
   #wake(id: string): void {
@@ -168,9 +189,11 @@ export class LegacySessions {
       if (session.stream === undefined) {
         session.uris = record.subscriptions;
         session.lastActivity = record.lastActivity;
-        if (this.#init.placement.heldElsewhere(record)) {
-          session.lastActivity = now; // a live stream elsewhere is activity
-        }
+        const elsewhere = this.#init.placement.heldElsewhere(record);
+        if (elsewhere) session.lastActivity = now; // a live stream elsewhere is activity
+        // A GET here now takes over a stream the record still places on another node: see #movedHere.
+        if (elsewhere) this.#streamElsewhere.add(id);
+        else this.#streamElsewhere.delete(id);
       }
     }
     if (session.stream === undefined && now - session.lastActivity > this.#init.options.sessionIdleTimeout) {
@@ -464,6 +487,7 @@ export class LegacySessions {
    */
   #forget(session: LiveSession, streamReason: StopReason = 'session_ended'): void {
     this.#handing.get(session.id)?.();
+    this.#streamElsewhere.delete(session.id);
     session.finish();
     session.sleep(this.#lists);
     endStream(session, session.stream, streamReason);

@@ -159,6 +159,37 @@ test('a node killed (SIGKILL) while files change: another takes its session up w
   resumed.destroy();
 });
 
+test('a node killed and its client back on another node before the heartbeat expires (nobody took the session up): the GET there sends the re-read signal once its subscriptions are live, then every change, ids consecutive', async () => {
+  const prefix = `handover${prefixes++}`;
+  const child = runFixture('node', [suite.server.url, prefix, 'A', '60000']);
+  closers.push(() => child.kill());
+  await child.waitFor('listening ', 10_000);
+  const aUrl = /listening (\S+)/.exec(child.output())![1]!;
+  const b = await node(prefix, 'B');
+  const { sessionId, get } = await sessionOn(aUrl);
+  changes = new Changes([X, Y, Z], (uri) => b.hub.notifyResourceUpdated(uri));
+  await get.untilId(3);
+  await child.kill();
+  await get.untilEnded();
+  const seen = get.lastId!;
+  await sleep(300); // changes nobody logs: A is dead, and alive for the fleet for a minute more
+  const resumed = GetStream.open(b.url, sessionId, { lastEventId: String(seen) });
+  await eventually(() => b.endpoint.stats.sessionSubscriptions === 4, 3000, 'the subscriptions restored on b');
+  const from = changes.published.length;
+  await sleep(200);
+  await changes.stop();
+  await sleep(150);
+  report('fleet, killed, client back first', resumed, changes.published.length - seen);
+  assertConsecutive(resumed, seen + 1, 'the replay and the live frames');
+  const got = heard(resumed);
+  const reread = got.indexOf('notifications/tools/list_changed') - 3;
+  assert.ok(reread >= 0, `the re-read signal: ${got.join(' ')}`);
+  assert.deepEqual(got.slice(reread, reread + 6), rereadOf([X, Y, Z]), 'resources/updated for each subscribed URI, list_changed for each list');
+  const after = collapsed(got.slice(reread + 6));
+  assert.deepEqual(after.slice(-(changes.published.length - from)), changes.published.slice(from), 'every change made once the subscriptions were live, in order');
+  resumed.destroy();
+});
+
 test('a subscribe on one node while its GET opens on another, the claim reaching it while it reads the record: {} and live there', async () => {
   const prefix = `handover${prefixes++}`;
   let gate: ReturnType<typeof gatedStore> | undefined;
