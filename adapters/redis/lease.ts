@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { BehaviorSubject, exhaustMap, fromEvent, merge, timer, type Observable, type Subscription } from 'rxjs';
+import { BehaviorSubject, exhaustMap, fromEvent, merge, Subject, switchMap, timer, type Observable, type Subscription } from 'rxjs';
 import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, keyBeside, openConnection, type RedisConnection, type RedisTarget, sentOnce } from './connection.js';
 
 /** Options of {@link RedisLease}. */
@@ -13,7 +13,7 @@ export interface RedisLeaseOptions {
   /**
    * How long the lease outlives its holder's last renewal, in milliseconds; defaults to 5000, at
    * least 30. Every contender tries every `ttl / 6`; when the holder dies, another contender holds
-   * the lease within about `ttl + ttl / 3`.
+   * the lease within about `ttl + ttl / 6` and 200 ms.
    */
   readonly ttl?: number;
 }
@@ -22,6 +22,11 @@ export interface RedisLeaseOptions {
 const STATE_TTL = 86_400_000;
 /** The longest wait between two reconnection attempts while Redis is away, in milliseconds. */
 const MAX_RECONNECT_DELAY = 100;
+/**
+ * Milliseconds a contender that finds the lease free waits before it takes it (a period at most):
+ * time for the one that held it last, back from the same outage, to take it back first.
+ */
+const FREE_GRACE = 200;
 /** Entries of the state sent in one script at most, so that a large save never holds Redis long. */
 const SAVE_CHUNK = 1000;
 /** The field every saved state holds, so that an empty state is told from none (a field name nobody else uses). */
@@ -66,12 +71,12 @@ return 1`;
  *
  * Every contender tries every `ttl / 6` milliseconds to claim the key (`SET PX ttl` when free;
  * compare-and-extend when it already holds it), and at once each time its connection is ready
- * again. The holder renews for as long as it lives; when it dies its key expires after `ttl` and
- * a contender takes it at its second attempt in a row that finds it free, within about
- * `ttl + ttl / 3`. The contender that held it last takes it back at its first: after an outage
- * long enough for the key to expire, the holder that carried on meanwhile gets it back, and its
- * state is saved before anyone else reads it. `close()` releases the lease at once
- * (compare-and-delete), so a graceful handover takes two periods.
+ * again. The holder renews for as long as it lives; when it dies its key expires after `ttl`, and
+ * a contender whose attempt finds it free takes it with another attempt 200 ms later (a period at
+ * most): within about `ttl + ttl / 6` and 200 ms. The contender that held it last takes it back at
+ * once: after an outage long enough for the key to expire, the holder that carried on meanwhile
+ * gets it back, its state saved before anyone else reads it. `close()` releases the lease at once
+ * (compare-and-delete), so a graceful handover takes a period and 200 ms at most.
  *
  * The holder gives the lease up on its own before Redis could hand it to someone else: `held$`
  * turns `false` when `2 ttl / 3` have passed since the last renewal that succeeded was sent (Redis
@@ -109,6 +114,8 @@ export class RedisLease {
   readonly #stateKey: string;
   readonly #connection: RedisConnection;
   readonly #period: number;
+  /** Milliseconds between finding the lease free and taking it, for all but its last holder. */
+  readonly #grace: number;
   readonly #attempts: Subscription;
   /** Gives the lease up when no renewal succeeded in time. */
   #lapse: NodeJS.Timeout | undefined;
@@ -118,11 +125,13 @@ export class RedisLease {
   #saving: Promise<void> = Promise.resolve();
   /**
    * Whether this contender held the lease last, as far as it knows: it takes the lease as soon as
-   * it finds it free; the others take it at their second attempt in a row that finds it free.
+   * it finds it free; the others with an attempt {@link FREE_GRACE} later.
    */
   #heldLast = false;
-  /** Whether the last attempt found the lease free. */
-  #sawFree = false;
+  /** When (`performance.now()`) the attempts began to find the lease free, if the last one did. */
+  #freeSince: number | undefined;
+  /** An attempt found the lease free and did not take it: another one follows after the grace. */
+  readonly #foundFree = new Subject<void>();
   #saveSoon: NodeJS.Immediate | undefined;
   #closing: Promise<void> | undefined;
 
@@ -140,7 +149,9 @@ export class RedisLease {
       // take the lease behind this contender's back.
       ...sentOnce(this.#period, Math.min(this.#period, MAX_RECONNECT_DELAY)),
     });
-    this.#attempts = merge(timer(0, this.#period), fromEvent(this.#connection, 'ready'))
+    this.#grace = Math.min(this.#period, FREE_GRACE);
+    const grace = this.#grace;
+    this.#attempts = merge(timer(0, this.#period), fromEvent(this.#connection, 'ready'), this.#foundFree.pipe(switchMap(() => timer(grace))))
       .pipe(exhaustMap(() => this.#claim()))
       .subscribe();
   }
@@ -206,8 +217,8 @@ export class RedisLease {
     if (this.#closing !== undefined) return;
     // What this contender published while Redis was away goes to the state before anyone can take over.
     if (this.#unsaved.size > 0) await this.#save();
-    const take = this.#heldLast || this.#sawFree;
     const sentAt = performance.now();
+    const take = this.#heldLast || (this.#freeSince !== undefined && sentAt - this.#freeSince >= this.#grace);
     let won: unknown;
     try {
       won = await this.#connection.eval(CLAIM, 2, this.key, this.#stateKey, this.nodeId, this.ttl, STATE_TTL, take ? '1' : '0');
@@ -216,7 +227,10 @@ export class RedisLease {
       return;
     }
     if (this.#closing !== undefined) return;
-    this.#sawFree = won === 2;
+    if (won === 2) {
+      this.#freeSince ??= sentAt;
+      this.#foundFree.next();
+    } else this.#freeSince = undefined;
     if (won !== 1) {
       if (won === 0) {
         this.#heldLast = false;
