@@ -133,8 +133,10 @@ function fleetParts(fleet: Fleet): ClusterPrimaryOptions {
     map(() => fleet.publishes),
     distinctUntilChanged(),
   );
-  // The workers ask for one lease, the folder's: the fleet's own (closed with the fleet, not here).
-  return { bus, principals, sessionStore, eventLog, sessionBus, lease: () => ({ held$: publishes$, close: () => undefined }) };
+  // The workers ask for one lease, the folder's: the fleet's own (closed with the fleet, not here),
+  // with its state, so that a worker on any machine catches up from what the last watcher published.
+  const state = { state: () => lease.state(), saveState: (entries: Iterable<readonly [string, string | null]>) => lease.saveState(entries) };
+  return { bus, principals, sessionStore, eventLog, sessionBus, lease: () => ({ held$: publishes$, close: () => undefined, ...state }) };
 }
 
 /** Says what happened to the workers; `restarting`: the machine is not stopping (a worker that left is replaced, a lease that moves is news). */
