@@ -21,7 +21,8 @@ export interface FleetSettings {
   readonly nodeId?: string;
   /**
    * Milliseconds the folder-watch lease outlives its holder's last renewal; defaults to 5000.
-   * When the holder dies another node publishes the folder's changes after about 4/3 of it. Only with `redis`.
+   * When the holder dies another node publishes the folder's changes after about 7/6 of it, first
+   * announcing what changed meanwhile. Only with `redis`.
    */
   readonly watchLeaseTtl: number;
   /**
