@@ -23,6 +23,11 @@ const READY = /^mcp-rx-streams listening on \S+$/m;
 /** What `serve --stdio` says on stderr once it serves. */
 const STDIO_READY = /INFO: serving \S+ on stdio\b/;
 
+/** How many `serve` processes run at once: each a Node process that starts a server (about 1 s of CPU). */
+const AT_ONCE = 8;
+/** A run that has not printed its ready line by then is killed (and fails): generous, for a machine that other work keeps busy. */
+const START_WITHIN_MS = 60_000;
+
 /** Flags no run gives at their default, and why. */
 const NOT_RUN: Readonly<Record<string, string>> = {
   help: 'prints the help and exits: no server to start',
@@ -98,7 +103,7 @@ function start(cwd: string, args: readonly string[], { stdio = false }: { readon
   };
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => ((out += chunk), look()));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => ((err += chunk), look()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), START_WITHIN_MS);
   const result = new Promise<{ code: number | null; ready: boolean; out: string; err: string }>((resolve) =>
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -114,6 +119,20 @@ async function accepted(run: Started): Promise<void> {
   const shown = `${run.argv.join(' ')}\nstdout:\n${out}\nstderr:\n${err}`;
   assert.ok(ready, `no ready line: ${shown}`);
   assert.equal(code, 0, `SIGTERM did not exit 0: ${shown}`);
+}
+
+/** `each` of `items`, `AT_ONCE` at a time (the next starts as soon as one is done), in their order. */
+async function inTurn<T, R>(items: readonly T[], each: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await each(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(AT_ONCE, items.length) }, worker));
+  return results;
 }
 
 /** A loopback port nobody listens on (bound, read, released). */
@@ -168,13 +187,11 @@ test('every flag of serve --help is run at its documented default, or listed wit
 });
 
 test('each flag alone at its documented default: the ready line, and exit 0 on SIGTERM', async () => {
-  const runs = runnable();
-  const failures: string[] = [];
-  // Six at a time: each is a Node process that starts a server.
-  for (let i = 0; i < runs.length; i += 6) {
-    const batch = runs.slice(i, i + 6).map(({ args }) => start(cwd, args));
-    for (const run of batch) await accepted(run).catch((error: Error) => failures.push(error.message));
-  }
+  const outcomes = await inTurn(runnable(), ({ args }) => accepted(start(cwd, args)).then(
+    () => undefined,
+    (error: Error) => error.message,
+  ));
+  const failures = outcomes.filter((failure): failure is string => failure !== undefined);
   assert.deepEqual(failures, [], failures.join('\n\n'));
 });
 
@@ -201,19 +218,21 @@ test('all of them together on --workers 2: the primary prints the ready line, an
 });
 
 test('--stdio with every flag that applies on stdio, at its default: it says it serves on stdio, and exits 0 on SIGTERM', async () => {
-  // A flag of the HTTP server only is refused with --stdio, one line naming it (spec/interop-stdio.spec.ts): each
-  // refusal takes that flag out (a refused run exits before it starts a server), and all the others must be accepted.
-  let runs = runnable().filter((run) => run.name !== 'workers');
-  const httpOnly: string[] = [];
-  for (;;) {
-    const run = start(cwd, runs.flatMap((entry) => entry.args), { stdio: true });
-    const { code, err } = await run.result;
-    const refused = /^mcp-rx-streams: --([a-z-]+) applies to the HTTP server only; it cannot go with --stdio$/m.exec(err)?.[1];
-    if (code !== 2 || refused === undefined || httpOnly.includes(refused)) return accepted(run);
-    httpOnly.push(refused);
-    runs = runs.filter((entry) => !entry.args.includes(`--${refused}`));
-    assert.ok(!httpOnly.includes('max-body-bytes') && !httpOnly.includes('keep-alive-interval'), `refused on stdio: ${httpOnly.join(' ')}`);
-  }
+  // A flag of the HTTP server only is refused with --stdio, one line naming it (spec/interop-stdio.spec.ts). Each
+  // flag is tried with a --dir that does not exist: the command refuses an HTTP-only flag before it looks at the
+  // directory, and either way exits 2 without starting anything (--dir and --demo, which would create it, are
+  // given to the run that starts). Every other flag must then be accepted, together.
+  const runs = runnable().filter((run) => !['workers', 'dir', 'demo'].includes(run.name));
+  const refused = await inTurn(runs, async (run) => {
+    const { code, err } = await start(cwd, [...run.args, '--dir', path.join(cwd, 'absent')], { stdio: true }).result;
+    assert.equal(code, 2, err);
+    if (/applies to the HTTP server only; it cannot go with --stdio$/m.test(err)) return true;
+    assert.match(err, /^mcp-rx-streams: --dir \S+ does not exist/, `--stdio ${run.args.join(' ')}`);
+    return false;
+  });
+  const httpOnly = runs.filter((_, i) => refused[i]).map((run) => run.name);
+  assert.ok(!httpOnly.includes('max-body-bytes') && !httpOnly.includes('keep-alive-interval'), `refused on stdio: ${httpOnly.join(' ')}`);
+  await accepted(start(cwd, ['--dir', './demo-data', '--demo', ...runs.filter((run) => !httpOnly.includes(run.name)).flatMap((run) => run.args)], { stdio: true }));
 });
 
 test.run();

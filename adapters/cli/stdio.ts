@@ -19,7 +19,11 @@ export async function serveStdio(options: ReferenceServerOptions, { logLevel, lo
   const { startReferenceStdio } = await import('../reference/stdio.js');
   const dir = path.resolve(readOptions(REFERENCE_SETTINGS, options).dir);
   const server = await startReferenceStdio({ ...options, logger });
+  let stopping = false;
   const stop = (code: number, why: string) => {
+    // SIGTERM closes the channel, and its end would stop the process a second time.
+    if (stopping) return;
+    stopping = true;
     logger.info({ event: 'stopping', why }, `stopping (${why}): every open stream gets its closing frames (reason shutdown)`);
     server.close().then(
       // stdout may still hold the closing frames: exit once it has taken them.
