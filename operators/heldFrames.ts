@@ -1,5 +1,7 @@
 import { isThenable } from '../lib/replayBuffer.js';
 
+const ignore = () => undefined;
+
 /** Where {@link HeldFrames} hands what it held. @internal */
 export interface HeldFramesSink<T> {
   /** The next value, in order. */
@@ -38,6 +40,10 @@ export class HeldFrames<T> {
 
   push(item: T | PromiseLike<T>): void {
     if (this.stopped) return;
+    // A promise behind another gets its handler only when it reaches the head; rejected before
+    // that (a shared log's appends can fail out of order, e.g. while a Redis Cluster fails over),
+    // Node would call it unhandled and end the process. Its rejection is read at the head.
+    if (isThenable(item)) item.then(undefined, ignore);
     this.items.push(item);
     this.drain();
   }

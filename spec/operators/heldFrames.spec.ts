@@ -87,6 +87,29 @@ test('a rejected promise is skipped after telling the sink, the values after it 
   assert.deepEqual(stopping.seen, ['#read failed'], 'nothing after the stop, no end');
 });
 
+test('a promise rejected while it waits behind another is not an unhandled rejection: the sink hears it in its turn', async () => {
+  const unhandled: unknown[] = [];
+  const listener = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', listener);
+  try {
+    const sink = new Sink();
+    const held = (sink.held = new HeldFrames(sink));
+    const first = deferred();
+    const second = deferred();
+    held.push(first.promise);
+    held.push(second.promise);
+    second.reject(new Error('late'));
+    await settle();
+    await settle();
+    assert.deepEqual(unhandled, []);
+    first.resolve('a');
+    await settle();
+    assert.deepEqual(sink.seen, ['a', '#late']);
+  } finally {
+    process.off('unhandledRejection', listener);
+  }
+});
+
 test('stop drops what is held; a promise that settles after it reaches nobody', async () => {
   const sink = new Sink();
   const held = (sink.held = new HeldFrames(sink));
