@@ -78,13 +78,21 @@ return {epoch, oldest[1] and oldest[1][1] or false, newest[1] and newest[1][1] o
 
 type ReadReply = [epoch: string, oldest: string | null, newest: string | null, entries: [id: string, fields: string[]][]];
 
+// Appends a batch of entries in one step, in order: ARGV[1] = maxLength, then the `m` fields.
+const APPEND = `
+for i = 2, #ARGV do redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'm', ARGV[i]) end
+return #ARGV - 1`;
 
-/** One local event on its way to the stream: its sequence number and the fields of its stream entry. */
+/** Entries per append at most: one script call holds Redis for no more than about a millisecond. */
+const APPEND_BATCH = 500;
+
+
+/** One local event on its way to the stream: its sequence number and its entry's `m` field. */
 interface Pending {
   readonly seq: number;
   readonly topic: HubEvent['topic'];
-  readonly json: string;
-  /** Whether it has been through the outbox (counted once in `queued`, however many attempts it takes). */
+  readonly message: string;
+  /** Whether it waited because Redis could not take it (counted once in `queued`, however many attempts it takes). */
   queued: boolean;
 }
 
@@ -95,7 +103,10 @@ interface Pending {
  *
  * The hub serves its own streams first and then calls `publish`, which never waits: the event is
  * appended to one stream (`XADD <channel> MAXLEN ~ maxLength`) with one field, `m: <origin> <seq>
- * <JSON>`, where `origin` is this node's id plus a per-process run id and `seq` counts its events. Every
+ * <JSON>`, where `origin` is this node's id plus a per-process run id and `seq` counts its events.
+ * A node has one append in flight at a time, a script that adds every event waiting since the
+ * previous one returned, so that its events reach the stream in `seq` order whatever happens to
+ * a single append (a Redis Cluster may retry or redirect each command on its own). Every
  * node reads the stream on a connection of its own, from the last id it processed (a blocking
  * `XREAD` to wait, a short script to read), skips its own entries (its streams had them first)
  * and entries whose `seq` it has already seen from that origin (an append resent because its
@@ -151,7 +162,12 @@ export class RedisBus implements HubBus {
   #onStarted: () => void = () => undefined;
   /** The highest `seq` seen per origin since the last resync. */
   readonly #seen = new Map<string, number>();
+  /** Events waiting for their append, in seq order. */
   #outbox: Pending[] = [];
+  /** The append in flight, if any. */
+  #sending: readonly Pending[] | undefined;
+  /** Redis failed the last append: wait for the retry (or a reconnection) before the next. */
+  #held = false;
   #seq = 0;
   #last = '$';
   #epoch: string | undefined;
@@ -179,11 +195,13 @@ export class RedisBus implements HubBus {
     this.#publisher = openConnection(redis, 'bus', 'publisher', {
       // Nothing queued or resent by ioredis: the outbox does it, in order, with the seq that lets
       // readers skip an append that had in fact succeeded.
-      // Appends issued in one tick go out in one write.
-      enableAutoPipelining: true,
       ...sentOnce(publishTimeout, maxReconnectDelay),
     });
-    this.#publisher.on('ready', () => this.#flush());
+    this.#publisher.defineCommand('mcpRxHubAppend', { numberOfKeys: 1, lua: APPEND });
+    this.#publisher.on('ready', () => {
+      this.#held = false;
+      this.#pump();
+    });
     this.#reader = openConnection(redis, 'bus', 'reader', {
       // Reads are idempotent: queued while offline and resent after a reconnection.
       maxRetriesPerRequest: null,
@@ -220,11 +238,10 @@ export class RedisBus implements HubBus {
       // A task status that cannot be serialized (a cycle, a BigInt) reached local streams only.
       return this.#unrelayed(event.topic, 'error');
     }
-    const pending: Pending = { seq: ++this.#seq, topic: event.topic, json, queued: false };
-    if (this.#publisher.status !== 'ready') return this.#enqueue(pending);
-    // Appends after the outbox's, so that each origin's seq reaches the stream in order.
-    if (this.#outbox.length > 0) this.#flush();
-    this.#send(pending);
+    const pending: Pending = { seq: ++this.#seq, topic: event.topic, message: `${this.#prefix}${this.#seq} ${json}`, queued: false };
+    this.#outbox.push(pending);
+    if (this.#publisher.status !== 'ready' || this.#held) this.#waiting([pending]);
+    else this.#pump();
   }
 
   /** Starts handing other nodes' events to `deliver`, and gaps to `resync`; returns the function that stops it. */
@@ -243,44 +260,49 @@ export class RedisBus implements HubBus {
     })());
   }
 
-  #send(pending: Pending): void {
-    this.#publisher
-      .xadd(this.channel, 'MAXLEN', '~', this.#maxLength, '*', 'm', `${this.#prefix}${pending.seq} ${pending.json}`)
-      .then(
-        () => void this.#stats.relayed++,
-        () => {
-          if (this.#closing !== undefined) return;
-          this.#enqueue(pending);
-          // Connected but refused (an error reply, a timeout): try again later; a reconnection flushes anyway.
-          this.#retry ??= setTimeout(() => {
-            this.#retry = undefined;
-            if (this.#publisher.status === 'ready') this.#flush();
-          }, this.#retryDelay);
-        },
-      );
+  /** Sends the next append, unless one is in flight or Redis cannot take it now. */
+  #pump(): void {
+    if (this.#closing !== undefined || this.#sending !== undefined || this.#held || this.#outbox.length === 0) return;
+    if (this.#publisher.status !== 'ready') return this.#waiting(this.#outbox);
+    const batch = this.#outbox.splice(0, APPEND_BATCH);
+    this.#sending = batch;
+    const publisher = this.#publisher as RedisConnection & { mcpRxHubAppend(stream: string, maxLength: string, ...messages: string[]): Promise<number> };
+    publisher.mcpRxHubAppend(this.channel, this.#maxLength, ...batch.map((pending) => pending.message)).then(
+      () => {
+        this.#sending = undefined;
+        this.#stats.relayed += batch.length;
+        this.#pump();
+      },
+      () => {
+        this.#sending = undefined;
+        if (this.#closing !== undefined) return;
+        // Back in front of the newer ones: sent again, in order (if it was in fact appended, the
+        // readers skip the repeat by its seq).
+        this.#outbox.unshift(...batch);
+        this.#waiting(this.#outbox);
+        // Connected but refused (an error reply, a timeout, a Cluster's slot changing hands): try
+        // again later; a reconnection sends at once.
+        this.#held = true;
+        this.#retry ??= setTimeout(() => {
+          this.#retry = undefined;
+          this.#held = false;
+          this.#pump();
+        }, this.#retryDelay);
+      },
+    );
   }
 
-  /** Adds to the outbox, kept in seq order: failed appends come back to it asynchronously, after newer events. */
-  #enqueue(pending: Pending): void {
-    if (!pending.queued) {
+  /**
+   * Counts `pendings` as queued (once each) and keeps the outbox within `maxOutbox` while Redis
+   * cannot take it: the oldest goes first, and the readers, seeing its seq missing, resync.
+   */
+  #waiting(pendings: readonly Pending[]): void {
+    for (const pending of pendings) {
+      if (pending.queued) continue;
       pending.queued = true;
       this.#stats.queued++;
     }
-    const outbox = this.#outbox;
-    let i = outbox.length;
-    while (i > 0 && outbox[i - 1]!.seq > pending.seq) i--;
-    if (i === outbox.length) outbox.push(pending);
-    else outbox.splice(i, 0, pending);
-    // The oldest goes first: the readers see its seq missing and resync.
-    if (outbox.length > this.#maxOutbox) this.#unrelayed(outbox.shift()!.topic, 'overflow');
-  }
-
-  /** Appends the outbox, in seq order, before anything newer. */
-  #flush(): void {
-    if (this.#closing !== undefined || this.#outbox.length === 0) return;
-    const outbox = this.#outbox;
-    this.#outbox = [];
-    for (const pending of outbox) this.#send(pending);
+    while (this.#outbox.length > this.#maxOutbox) this.#unrelayed(this.#outbox.shift()!.topic, 'overflow');
   }
 
   #unrelayed(topic: HubEvent['topic'], reason: 'overflow' | 'error'): void {

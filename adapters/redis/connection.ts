@@ -1,7 +1,7 @@
 // Shared plumbing of the Redis adapters: where Redis is (one server, a Sentinel-managed primary, a
 // Redis Cluster), how a connection to it is opened, and how options are checked.
 import { randomUUID } from 'node:crypto';
-import type { Cluster as IoCluster, ClusterNode, ClusterOptions, Redis as IoRedis, RedisOptions } from 'ioredis';
+import type { Cluster as IoCluster, ClusterNode, ClusterOptions, Command, Redis as IoRedis, RedisOptions } from 'ioredis';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { options as validOptions, positiveInteger } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
@@ -44,6 +44,8 @@ export type RedisTarget = string | RedisOptions | RedisClusterTarget;
 const SENTINEL_PORT = 26379;
 /** Port of a cluster node when a `redis+cluster://` address names none. */
 const REDIS_PORT = 6379;
+/** How often a Cluster connection reads the map of slots again, in milliseconds. */
+const SLOTS_REFRESH_INTERVAL = 1000;
 
 const TARGET_EXPECTED = 'a redis:// URL or an ioredis options object';
 const SENTINEL_EXAMPLE = "redis+sentinel://10.0.0.5:26379,10.0.0.6:26379,10.0.0.7:26379/mymaster";
@@ -189,15 +191,31 @@ export function openConnection(target: RedisTarget, component: RedisComponent, r
   const resolved = resolveTarget(target);
   let connection: RedisConnection;
   if (typeof resolved === 'object' && 'cluster' in resolved) {
-    connection = new Cluster([...resolved.cluster], clusterOptions(resolved.clusterOptions ?? {}, overrides));
+    const options = clusterOptions(resolved.clusterOptions ?? {}, overrides);
+    connection =
+      overrides.enableOfflineQueue === false
+        ? // Typed as the class it extends, whose options ioredis types per reply mapping (a subclass fixes it).
+          new (SentOnceCluster as typeof Cluster)([...resolved.cluster], { ...options, enableOfflineQueue: true })
+        : new Cluster([...resolved.cluster], options);
   } else if (typeof resolved === 'string') {
     connection = new Redis(resolved, overrides);
   } else {
     connection = new Redis({ ...(resolved.sentinels === undefined ? {} : { reconnectOnError: demoted }), ...resolved, ...overrides });
   }
   connection.on('error', () => undefined);
-  // Per-node errors of a Cluster (a node that died): the failed commands are counted where they fail.
-  connection.on('node error', () => undefined);
+  if ('isCluster' in connection && connection.isCluster) {
+    // A node that cannot be reached (it died): the failed commands are counted where they fail, and
+    // the map of slots is read again at once, so that the next commands go to the nodes serving
+    // now (a replica promoted since) instead of the dead one until the next periodic refresh.
+    const cluster = connection as IoCluster;
+    cluster.on('node error', () => cluster.refreshSlotsCache());
+    // And every second, so that a node that died is out of the map within a second of its
+    // replica's promotion, even for a connection that met no redirection since (key-less commands
+    // such as PUBLISH go to any node). Not ioredis's `slotsRefreshInterval` (5 s by default): its
+    // timer can outlive a Cluster closed during a refresh and keep the process alive.
+    const refresh = setInterval(() => cluster.refreshSlotsCache(), SLOTS_REFRESH_INTERVAL).unref();
+    cluster.once('end', () => clearInterval(refresh));
+  }
   // ioredis emits `close` after every failed reconnection attempt too: report the transition once.
   let up = false;
   connection.on('ready', () => {
@@ -212,6 +230,24 @@ export function openConnection(target: RedisTarget, component: RedisComponent, r
   return connection;
 }
 
+/**
+ * A Cluster whose commands are sent now or not at all, as `enableOfflineQueue: false` means for one
+ * Redis: refused while the Cluster is not connected. ioredis's own `enableOfflineQueue: false` also
+ * refuses a command whose node's connection is still being opened (its first command, or the
+ * first after a failover, opens it), so that two commands in a row to a fresh node would see the
+ * second fail; here that node's connection holds it (for at most `commandTimeout`) instead.
+ */
+class SentOnceCluster extends Cluster {
+  override sendCommand(command: Command, stream?: unknown, node?: unknown): unknown {
+    // While connecting, the Cluster asks a node `CLUSTER INFO` itself.
+    if (this.status !== 'ready' && command.name !== 'cluster') {
+      command.reject(new Error('Connection is closed.'));
+      return command.promise;
+    }
+    return super.sendCommand(command, stream as never, node);
+  }
+}
+
 /** Sentinel: replies of a primary that has just become a replica; reconnecting finds the new primary. */
 function demoted(error: Error): boolean {
   return error.message.startsWith('READONLY') || error.message.startsWith('UNBLOCKED');
@@ -222,16 +258,21 @@ function demoted(error: Error): boolean {
  * caller's: the offline queue, auto-pipelining and the reconnection backoff are the Cluster's own;
  * the rest applies to each node's connection. A command whose node's connection closed under it
  * may have run: ioredis would send it again to the slot's next owner, so a connection whose
- * commands must not be sent twice (`autoResendUnfulfilledCommands: false`) turns that off.
+ * commands must not be sent twice or late (`autoResendUnfulfilledCommands: false`) turns that off.
  */
 function clusterOptions(base: ClusterOptions, overrides: RedisOptions): ClusterOptions {
-  const { enableOfflineQueue, enableAutoPipelining, retryStrategy, ...perNode } = overrides;
+  // (replyMapping: ours are the defaults, and a Cluster types it per instance.)
+  const { enableOfflineQueue, enableAutoPipelining, retryStrategy, replyMapping: _replyMapping, ...perNode } = overrides;
   return {
+    // Refreshed by openConnection instead.
+    slotsRefreshInterval: 0,
     ...base,
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
     ...(retryStrategy === undefined ? {} : { clusterRetryStrategy: retryStrategy }),
-    ...(perNode.autoResendUnfulfilledCommands === false ? { retryDelayOnFailover: 0 } : {}),
+    // Nor retried after a CLUSTERDOWN: a retry waits in a queue while newer commands pass it, so
+    // that the commands of a slot would no longer run in the order they were sent.
+    ...(perNode.autoResendUnfulfilledCommands === false ? { retryDelayOnFailover: 0, retryDelayOnClusterDown: 0 } : {}),
     redisOptions: { ...base.redisOptions, ...perNode },
   };
 }
