@@ -56,7 +56,7 @@ async function serveOne(options: ReferenceServerOptions, command: ServeCommandOp
   process.once('SIGTERM', () => stop(0, 'SIGTERM'));
   say(`mcp-rx-streams listening on ${server.url}`);
   const { logStart } = await import('./start.js');
-  logStart(logger, server, { dir: path.resolve(readOptions(REFERENCE_SETTINGS, options).dir), tokens: options.tokenSecret !== undefined });
+  logStart(logger, server, { dir: path.resolve(readOptions(REFERENCE_SETTINGS, options).dir), tokens: options.tokenSecret !== undefined || options.issuer !== undefined, issuer: options.issuer });
 
   const { metricsPort, metricsHost, adminToken } = command;
   if (metricsPort !== undefined) {

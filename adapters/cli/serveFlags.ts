@@ -122,6 +122,7 @@ type ServeOption = keyof ReferenceServerOptions | keyof ServeCommandOptions;
  */
 const HTTP_ONLY: readonly ServeOption[] = [
   'port', 'host', 'tokenSecret', 'trustProxy', 'corsOrigins', 'bodyTimeout', 'metricsPort', 'metricsHost', 'adminToken',
+  'issuer', 'resource', 'jwksUrl', 'requiredScopes', 'introspectionUrl', 'introspectionClientId', 'introspectionClientSecret',
   'sessionIdleTimeout', 'sessionGracePeriod', 'sessionPruneInterval', 'replayBufferSize', 'subscribeStreamWait', 'maxSessions', 'maxSessionsPerPrincipal', 'reconnectDelay',
   'redis', 'nodeId', 'watchLeaseTtl', 'redisTimeout', 'workers',
 ];
@@ -149,8 +150,9 @@ export function readServe(argv: readonly string[]): ServeArgs {
   const server = Object.fromEntries(Object.entries(values).filter(([name]) => REFERENCE_TABLES.some((table) => name in table))) as ReferenceServerOptions;
   const command = { ...readOptions(SERVE_START, values), ...readOptions(SERVE_OPERATE, values) };
   if (values.help === true) return { help: true, server, command };
-  if (server.corsOrigins === '*' && given('tokenSecret')) {
-    throw new UsageError('--cors-origins * cannot go with --token-secret: list the origins of the pages that may send tokens');
+  const tokens = given('tokenSecret') ? 'tokenSecret' : given('issuer') ? 'issuer' : undefined;
+  if (server.corsOrigins === '*' && tokens !== undefined) {
+    throw new UsageError(`--cors-origins * cannot go with --${kebab(tokens)}: list the origins of the pages that may send tokens`);
   }
   const first = (names: readonly ServeOption[]) => names.find(given);
   const http = command.stdio === true ? first(HTTP_ONLY) : undefined;

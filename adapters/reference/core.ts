@@ -5,19 +5,19 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Subscription } from 'rxjs';
 import type { RequestContext } from '../../lib/context.js';
-import { Hub } from '../../lib/hub.js';
+import { Hub, type HubEvent } from '../../lib/hub.js';
 import { hubResources } from '../../lib/resources.js';
 import type { ClusterWorker } from '../cluster/worker.js';
 import { McpEndpoint } from '../http/endpoint.js';
 import { localhostHosts } from '../http/hostCheck.js';
 import type { Logger } from '../logTo.js';
-import { bearer } from './bearer.js';
+import { referenceAuthenticate } from './auth.js';
 import { Catalog } from './catalog.js';
-import { ensureDemoData, FileResources } from './files.js';
+import { workerChanges } from './clusterNode.js';
+import { ensureDemoData, FileResources, type FileChange } from './files.js';
 import { openFleet, type Fleet } from './fleet.js';
 import { fileTemplates, methods, SERVER_INFO } from './methods.js';
 import { resolveReferenceOptions, type ReferenceServerOptions, type ResolvedReferenceOptions } from './options.js';
-import { publishFolder } from './publisher.js';
 
 /** What a reference server is, whatever carries it (HTTP, or a message channel: `startReferenceStdio`). @internal */
 export interface ReferenceCore {
@@ -40,11 +40,13 @@ export interface ReferenceCore {
 /**
  * The reference server without its transport: the served folder, the hub its changes are published
  * on, the endpoint (both eras, the reference tools and prompt) and, with `redis`, the fleet.
+ * @param url the server's own URL when it listens (`http://HOST:PORT/mcp`): the resource tokens of
+ *   the `issuer` are issued for, unless `resource` says otherwise.
  * @internal
  */
-export async function openReference(options: ReferenceServerOptions = {}): Promise<ReferenceCore> {
+export async function openReference(options: ReferenceServerOptions = {}, url?: string): Promise<ReferenceCore> {
   const resolved = resolveReferenceOptions(options);
-  const { dir, host, tokenSecret, endpoint: settings, redis, nodeId, watchLeaseTtl, redisConnectTimeout, cluster, logger } = resolved;
+  const { dir, host, tokenSecret, auth, endpoint: settings, redis, nodeId, watchLeaseTtl, redisConnectTimeout, cluster, logger } = resolved;
   const createdDemoData = await ensureDemoData(path.resolve(dir));
   const files = await FileResources.open(path.resolve(dir), { ...resolved.files, ...(logger === undefined ? {} : referenceLogs(logger, path.resolve(dir))) });
   let fleet: Fleet | undefined;
@@ -72,11 +74,13 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
   const loopback = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host) || host.startsWith('127.');
   let endpoint: McpEndpoint;
   try {
+    // None, --token-secret's, or the authorization server's (--issuer): the resource is the server's own URL unless --resource says.
+    const authenticate = await referenceAuthenticate(auth, tokenSecret, url);
     endpoint = new McpEndpoint({
       hub,
       ...settings,
       capabilities: { tools: true, prompts: true, resources: true },
-      authenticate: tokenSecret === undefined ? undefined : bearer(new TextEncoder().encode(tokenSecret)),
+      authenticate,
       canRead,
       methods: methods(files, catalog),
       ...(fleet === undefined
@@ -91,8 +95,21 @@ export async function openReference(options: ReferenceServerOptions = {}): Promi
   } catch (error) {
     return abort(error);
   }
-  // Published by this process, or by the holder of the folder's watch lease, which catches up at each takeover.
-  const watching = publishFolder(files, hub, catalog, { fleet, worker });
+  const publishes = () => fleet === undefined || fleet.publishes;
+  const changes = worker === undefined ? files.changes() : workerChanges(files, hub, worker);
+  const watching: Subscription = changes.subscribe((change) => {
+    if (change.kind === 'tools' || change.kind === 'prompts') {
+      // A list change only when what is listed changed (a rewrite of the same definitions is none).
+      const topic = change.kind;
+      void catalog.listChanged(topic).then((changed) => {
+        if (changed && !watching.closed && publishes()) notify(hub, { topic });
+      });
+      return;
+    }
+    for (const event of hubEvents(change)) {
+      if (publishes()) notify(hub, event);
+    }
+  });
 
   return { options: resolved, hub, endpoint, files, fleet, worker, watching, createdDemoData, abort };
 }
@@ -112,4 +129,36 @@ function referenceLogs(logger: Logger, dir: string): { onWarning: (message: stri
         ? logger.info({ event: 'directory_found', dir }, `the served directory is back: ${dir} (rescanned; changes made meanwhile are reported)`)
         : logger.warn({ event: 'directory_lost', dir }, `the served directory is gone: ${dir} (nothing is served or reported until it is back)`),
   };
+}
+
+/**
+ * The hub events a change of the folder's files stands for, in publishing order (a change of
+ * `tools.json` or `prompts.json` is the {@link Catalog}'s to judge).
+ *
+ * A change under `private/` carries scope `private` on every event, the public collection URIs
+ * (`DIR/`) and `resources/list_changed` included: those are published, not dropped, so that a
+ * principal with the scope who watches `DIR/` hears every member's change (DESIGN L5), while
+ * one without it hears nothing at all of activity it may not read (issue 11).
+ */
+function hubEvents(change: Extract<FileChange, { kind: 'updated' | 'listChanged' }>): HubEvent[] {
+  const scoped = change.scope === undefined ? {} : { scope: change.scope };
+  const uris = change.uris.map((uri): HubEvent => ({ topic: 'resource', uri, ...scoped }));
+  return change.kind === 'updated' ? uris : [{ topic: 'resources', ...scoped }, ...uris];
+}
+
+/** Publishes `event` on the hub (with its read scope): to this node's streams and, with a bus, to the fleet's. */
+function notify(hub: Hub, event: HubEvent): void {
+  const options = event.scope === undefined ? undefined : { scope: event.scope };
+  switch (event.topic) {
+    case 'tools':
+      return hub.notifyToolsChanged(options);
+    case 'prompts':
+      return hub.notifyPromptsChanged(options);
+    case 'resources':
+      return hub.notifyResourcesChanged(options);
+    case 'resource':
+      return hub.notifyResourceUpdated(event.uri, options);
+    case 'task':
+      return hub.notifyTask(event.task, options);
+  }
 }

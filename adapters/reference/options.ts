@@ -10,6 +10,7 @@ import { SESSION_OPTIONS, type SessionOptions } from '../../protocol/legacy/sess
 import { PROTOCOL_SETTINGS, type ProtocolSettings } from '../../protocol/options.js';
 import { HTTP_SETTINGS, type HttpSettings } from '../http/options.js';
 import type { Logger } from '../logTo.js';
+import { AUTH_SETTINGS, type AuthSettings, checkAuthSettings } from './auth.js';
 import { FILE_SETTINGS, type FileSettings } from './fileOptions.js';
 import { FLEET_SETTINGS, type FleetSettings } from './fleet.js';
 
@@ -66,6 +67,7 @@ export interface EndpointSettings extends ListenOptions, StreamLimits, ProtocolS
  */
 export interface ReferenceServerOptions
   extends Partial<ReferenceSettings>,
+    AuthSettings,
     Partial<FileSettings>,
     Partial<EndpointSettings>,
     Partial<FleetSettings> {
@@ -94,13 +96,15 @@ const ENDPOINT_TABLES: readonly AnyOptionTable[] = [LISTEN_OPTIONS, STREAM_LIMIT
  * flag per option (but those marked `flag: false`).
  * @internal
  */
-export const REFERENCE_TABLES: readonly AnyOptionTable[] = [REFERENCE_SETTINGS, FILE_SETTINGS, ...ENDPOINT_TABLES, FLEET_SETTINGS];
+export const REFERENCE_TABLES: readonly AnyOptionTable[] = [REFERENCE_SETTINGS, AUTH_SETTINGS, FILE_SETTINGS, ...ENDPOINT_TABLES, FLEET_SETTINGS];
 
 /** Every option name {@link ReferenceServerOptions} has: any other key is refused. */
 const REFERENCE_OPTIONS: readonly string[] = [...REFERENCE_TABLES.flatMap((table) => Object.keys(table)), 'cluster', 'logger'];
 
 /** {@link ReferenceServerOptions} with every default filled in and every value checked. @internal */
 export interface ResolvedReferenceOptions extends ReferenceSettings, FleetSettings {
+  /** Who may call it beside `tokenSecret`: an authorization server's tokens. */
+  readonly auth: AuthSettings;
   readonly files: FileSettings;
   readonly endpoint: EndpointSettings;
   readonly cluster: boolean;
@@ -120,6 +124,8 @@ export interface ResolvedReferenceOptions extends ReferenceSettings, FleetSettin
 export function resolveReferenceOptions(options: ReferenceServerOptions): ResolvedReferenceOptions {
   validOptions('startReferenceServer options', options, REFERENCE_OPTIONS, { like: "{ dir: './demo-data', port: 3000 }" });
   const own = readOptions(REFERENCE_SETTINGS, options);
+  const auth = readOptions(AUTH_SETTINGS, options);
+  checkAuthSettings(auth, own.tokenSecret);
   const fleet = readOptions(FLEET_SETTINGS, options);
   if (fleet.redis === undefined && (options.nodeId !== undefined || options.watchLeaseTtl !== undefined)) {
     throw new InvalidOptionError(options.nodeId === undefined ? 'watchLeaseTtl' : 'nodeId', 'used only together with redis', options.nodeId ?? options.watchLeaseTtl);
@@ -131,5 +137,5 @@ export function resolveReferenceOptions(options: ReferenceServerOptions): Resolv
   if (options.logger !== undefined) implementing('logger', options.logger, ['info', 'warn', 'error', 'debug'], 'a Logger (pino, or any object with info, warn, error and debug)');
   const files = readOptions(FILE_SETTINGS, options);
   const endpoint = Object.assign({}, ...ENDPOINT_TABLES.map((table) => readOptions(table, options))) as EndpointSettings;
-  return { ...own, ...fleet, files, endpoint, cluster, logger: options.logger };
+  return { ...own, ...fleet, auth, files, endpoint, cluster, logger: options.logger };
 }

@@ -8,10 +8,10 @@ import type { Hub } from '../../lib/hub.js';
 import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import type { McpEndpoint } from '../http/endpoint.js';
 import { answerHeaders, nodeHandler, whenParsed } from '../http/node.js';
-import { openReference } from './core.js';
+import { openReference, type ReferenceCore } from './core.js';
 import type { FileResources } from './files.js';
 import type { ReferenceFleet } from './fleet.js';
-import type { ReferenceServerOptions } from './options.js';
+import { resolveReferenceOptions, type ReferenceServerOptions } from './options.js';
 
 export { openReference, type ReferenceCore } from './core.js';
 export { openFleet, type Fleet, type ReferenceFleet } from './fleet.js';
@@ -76,18 +76,16 @@ export interface ReferenceServer {
  *   it (`corsOrigins: '*'` with `tokenSecret` is refused by the endpoint, after the folder is opened).
  */
 export async function startReferenceServer(options: ReferenceServerOptions = {}): Promise<ReferenceServer> {
-  const { options: resolved, hub, endpoint, files, fleet, worker, watching, createdDemoData, abort } = await openReference(options);
-  const { port, host } = resolved;
-  const handle = nodeHandler(endpoint);
+  // Every option is checked before the port is taken; the server listens before the rest opens, so
+  // that its own URL is known (the resource tokens are issued for, unless `resource` says otherwise).
+  const { port, host } = resolveReferenceOptions(options);
+  let serve: http.RequestListener | undefined;
   // Slow headers are cut by node:http, slow bodies by the endpoint's bodyTimeout, and a request
   // answered before its body arrived closes its connection (whenParsed, answerHeaders):
   // requestTimeout 0 leaves no request holding a socket without a stream.
   const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 0 }, (req, res) => {
-    // Which worker of the machine answered (an operator's, or a test's, way to see the spread).
-    if (worker !== undefined) res.setHeader('X-Served-By', worker.nodeId);
-    const pathname = (req.url ?? '/').split('?')[0];
-    if (pathname === '/mcp' || pathname === '/') return handle(req, res);
-    whenParsed(req, () => res.writeHead(404, answerHeaders(req, { 'Content-Type': 'text/plain' })).end('not found: the MCP endpoint is /mcp\n'));
+    if (serve !== undefined) return serve(req, res);
+    whenParsed(req, () => res.writeHead(503, answerHeaders(req, { 'Content-Type': 'text/plain', 'Retry-After': '1' })).end('starting\n'));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -95,18 +93,33 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
       server.off('error', reject);
       resolve();
     });
-  }).catch((error: unknown) => {
-    watching.unsubscribe();
-    endpoint.close();
-    return abort(error);
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${shownHost}:${address.port}/mcp`;
+  let core: ReferenceCore;
+  try {
+    core = await openReference(options, url);
+  } catch (error) {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw error;
+  }
+  const { hub, endpoint, files, fleet, worker, watching, createdDemoData } = core;
+  const handle = nodeHandler(endpoint);
+  // The protected resource metadata (RFC 9728), with --issuer: at the root and with the path of /mcp.
+  const metadataPaths = endpoint.core.resourceMetadata?.paths ?? [];
+  serve = (req, res) => {
+    // Which worker of the machine answered (an operator's, or a test's, way to see the spread).
+    if (worker !== undefined) res.setHeader('X-Served-By', worker.nodeId);
+    const pathname = (req.url ?? '/').split('?')[0]!;
+    if (pathname === '/mcp' || pathname === '/' || metadataPaths.includes(pathname)) return handle(req, res);
+    whenParsed(req, () => res.writeHead(404, answerHeaders(req, { 'Content-Type': 'text/plain' })).end('not found: the MCP endpoint is /mcp\n'));
+  };
 
   let closing: Promise<void> | undefined;
   let handedOver: Promise<void> = Promise.resolve();
   return {
-    url: `http://${shownHost}:${address.port}/mcp`,
+    url,
     hub,
     endpoint,
     files,

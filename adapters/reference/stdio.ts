@@ -4,10 +4,11 @@ import { type ChannelSession } from '../channel/session.js';
 import { serveStdio } from '../channel/stdio.js';
 import type { McpEndpoint } from '../http/endpoint.js';
 import type { FileResources } from './files.js';
+import type { AuthSettings } from './auth.js';
 import { openReference, type ReferenceServerOptions } from './server.js';
 
 /** Options of {@link startReferenceStdio}: the reference server's, less what only HTTP has. */
-export type ReferenceStdioOptions = Omit<ReferenceServerOptions, 'port' | 'host' | 'tokenSecret' | 'trustProxy' | 'corsOrigins' | 'redis' | 'nodeId' | 'watchLeaseTtl' | 'redisConnectTimeout'> & {
+export type ReferenceStdioOptions = Omit<ReferenceServerOptions, 'port' | 'host' | 'tokenSecret' | keyof AuthSettings | 'trustProxy' | 'corsOrigins' | 'redis' | 'nodeId' | 'watchLeaseTtl' | 'redisConnectTimeout'> & {
   /** Where the host's messages arrive; defaults to `process.stdin`. */
   readonly input?: Readable;
   /** Where messages go; defaults to `process.stdout` (which then carries nothing else). */
