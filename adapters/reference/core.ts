@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Subscription } from 'rxjs';
 import type { RequestContext } from '../../lib/context.js';
-import { Hub, type HubEvent } from '../../lib/hub.js';
+import { Hub } from '../../lib/hub.js';
 import { hubResources } from '../../lib/resources.js';
 import type { ClusterWorker } from '../cluster/worker.js';
 import { McpEndpoint } from '../http/endpoint.js';
@@ -13,11 +13,11 @@ import { localhostHosts } from '../http/hostCheck.js';
 import type { Logger } from '../logTo.js';
 import { referenceAuthenticate } from './auth.js';
 import { Catalog } from './catalog.js';
-import { workerChanges } from './clusterNode.js';
-import { ensureDemoData, FileResources, type FileChange } from './files.js';
+import { ensureDemoData, FileResources } from './files.js';
 import { openFleet, type Fleet } from './fleet.js';
 import { fileTemplates, methods, SERVER_INFO } from './methods.js';
 import { resolveReferenceOptions, type ReferenceServerOptions, type ResolvedReferenceOptions } from './options.js';
+import { publishFolder } from './publisher.js';
 
 /** What a reference server is, whatever carries it (HTTP, or a message channel: `startReferenceStdio`). @internal */
 export interface ReferenceCore {
@@ -95,21 +95,8 @@ export async function openReference(options: ReferenceServerOptions = {}, url?: 
   } catch (error) {
     return abort(error);
   }
-  const publishes = () => fleet === undefined || fleet.publishes;
-  const changes = worker === undefined ? files.changes() : workerChanges(files, hub, worker);
-  const watching: Subscription = changes.subscribe((change) => {
-    if (change.kind === 'tools' || change.kind === 'prompts') {
-      // A list change only when what is listed changed (a rewrite of the same definitions is none).
-      const topic = change.kind;
-      void catalog.listChanged(topic).then((changed) => {
-        if (changed && !watching.closed && publishes()) notify(hub, { topic });
-      });
-      return;
-    }
-    for (const event of hubEvents(change)) {
-      if (publishes()) notify(hub, event);
-    }
-  });
+  // Published by this process, or by the holder of the folder's watch lease, which catches up at each takeover.
+  const watching = publishFolder(files, hub, catalog, { fleet, worker });
 
   return { options: resolved, hub, endpoint, files, fleet, worker, watching, createdDemoData, abort };
 }
@@ -129,36 +116,4 @@ function referenceLogs(logger: Logger, dir: string): { onWarning: (message: stri
         ? logger.info({ event: 'directory_found', dir }, `the served directory is back: ${dir} (rescanned; changes made meanwhile are reported)`)
         : logger.warn({ event: 'directory_lost', dir }, `the served directory is gone: ${dir} (nothing is served or reported until it is back)`),
   };
-}
-
-/**
- * The hub events a change of the folder's files stands for, in publishing order (a change of
- * `tools.json` or `prompts.json` is the {@link Catalog}'s to judge).
- *
- * A change under `private/` carries scope `private` on every event, the public collection URIs
- * (`DIR/`) and `resources/list_changed` included: those are published, not dropped, so that a
- * principal with the scope who watches `DIR/` hears every member's change (DESIGN L5), while
- * one without it hears nothing at all of activity it may not read (issue 11).
- */
-function hubEvents(change: Extract<FileChange, { kind: 'updated' | 'listChanged' }>): HubEvent[] {
-  const scoped = change.scope === undefined ? {} : { scope: change.scope };
-  const uris = change.uris.map((uri): HubEvent => ({ topic: 'resource', uri, ...scoped }));
-  return change.kind === 'updated' ? uris : [{ topic: 'resources', ...scoped }, ...uris];
-}
-
-/** Publishes `event` on the hub (with its read scope): to this node's streams and, with a bus, to the fleet's. */
-function notify(hub: Hub, event: HubEvent): void {
-  const options = event.scope === undefined ? undefined : { scope: event.scope };
-  switch (event.topic) {
-    case 'tools':
-      return hub.notifyToolsChanged(options);
-    case 'prompts':
-      return hub.notifyPromptsChanged(options);
-    case 'resources':
-      return hub.notifyResourcesChanged(options);
-    case 'resource':
-      return hub.notifyResourceUpdated(event.uri, options);
-    case 'task':
-      return hub.notifyTask(event.task, options);
-  }
 }
