@@ -5,19 +5,15 @@ import { InvalidOptionError } from '../../lib/errors.js';
 import type { Hub } from '../../lib/hub.js';
 import { ErrorCode, JsonRpcError } from '../../lib/jsonrpc.js';
 import type { ResourceProvider, ResourceTemplate } from '../../lib/resources.js';
-import { arrayOf, callback, functions, hub as validHub, milliseconds, oneOf, options as validOptions, scheduler as validScheduler } from '../../lib/validate.js';
+import { namesOf, readOptions } from '../../lib/optionTable.js';
+import { arrayOf, callback, functions, hub as validHub, options as validOptions, scheduler as validScheduler } from '../../lib/validate.js';
 import { UpstreamError, UpstreamUnavailableError } from './errors.js';
+import { type FailMode, GATEWAY_SETTINGS } from './options.js';
 import type { UpstreamStats } from './telemetry.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
 import { splitUpstreamUri, upstreamUri } from './uri.js';
 
-/**
- * What the gateway does with a URI whose upstream has not acknowledged it within `ackTimeout`:
- * `open` serves it (the acknowledgment says what the gateway knows it holds, and changes follow once
- * the upstream answers), `closed` refuses it (left out of a listen's acknowledgment, a legacy
- * `resources/subscribe` answered `-32603 failed to subscribe`).
- */
-export type FailMode = 'open' | 'closed';
+export type { FailMode } from './options.js';
 
 /** Options of {@link upstreamGateway}. */
 export interface UpstreamGatewayOptions {
@@ -38,7 +34,7 @@ export interface UpstreamGatewayOptions {
   readonly scheduler?: SchedulerLike;
 }
 
-const OPTION_NAMES: readonly (keyof UpstreamGatewayOptions)[] = ['hub', 'upstreams', 'ackTimeout', 'failMode', 'canRead', 'scheduler'];
+const OPTION_NAMES: readonly (keyof UpstreamGatewayOptions)[] = ['hub', 'upstreams', ...namesOf(GATEWAY_SETTINGS), 'canRead', 'scheduler'];
 
 /**
  * Serves other MCP servers' change notifications as sources of an endpoint (DESIGN 2.1, "Upstreams
@@ -102,8 +98,9 @@ export class UpstreamGateway {
   constructor(options: UpstreamGatewayOptions) {
     const given = validOptions<keyof UpstreamGatewayOptions>('upstreamGateway options', options, OPTION_NAMES, { like: '{ hub, upstreams }' });
     this.#hub = validHub<Hub>('hub', given.hub);
-    this.#ackTimeout = given.ackTimeout === undefined ? 5_000 : milliseconds('ackTimeout', given.ackTimeout);
-    this.#failMode = given.failMode === undefined ? 'open' : oneOf<FailMode>('failMode', given.failMode, ['open', 'closed']);
+    const { ackTimeout, failMode } = readOptions(GATEWAY_SETTINGS, given);
+    this.#ackTimeout = ackTimeout;
+    this.#failMode = failMode;
     this.#canRead = given.canRead === undefined ? () => true : callback('canRead', given.canRead);
     this.#scheduler = given.scheduler === undefined ? asyncScheduler : validScheduler<SchedulerLike>('scheduler', given.scheduler);
     const upstreams = arrayOf('upstreams', given.upstreams, 'an array of Upstreams or their options', (_label, entry) => entry).map((entry, index) => {

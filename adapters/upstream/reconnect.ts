@@ -2,7 +2,8 @@
 // injected scheduler (virtual time in specs), as one RxJS `retry` configuration.
 import { asyncScheduler, type MonoTypeOperatorFunction, retry, type SchedulerLike, timer } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
-import { milliseconds, options as validOptions } from '../../lib/validate.js';
+import { options as validOptions } from '../../lib/validate.js';
+import { DEFAULT_RECONNECT_POLICY, RECONNECT_SETTINGS, type ResolvedReconnectPolicy } from './options.js';
 
 /**
  * How an upstream stream that failed or ended is opened again: the n-th attempt in a row waits
@@ -22,19 +23,16 @@ export interface ReconnectPolicy {
   readonly jitter?: number;
 }
 
-/** A {@link ReconnectPolicy} with every member given. */
-export type ResolvedReconnectPolicy = Required<ReconnectPolicy>;
+export { DEFAULT_RECONNECT_POLICY, type ResolvedReconnectPolicy } from './options.js';
 
-/** The policy used when none is given: 500 ms, doubling, at most 30 s, half of it random. */
-export const DEFAULT_RECONNECT_POLICY: ResolvedReconnectPolicy = Object.freeze({ initialDelay: 500, maxDelay: 30_000, multiplier: 2, jitter: 0.5 });
-
-const POLICY_KEYS: readonly (keyof ReconnectPolicy)[] = ['initialDelay', 'maxDelay', 'multiplier', 'jitter'];
+const POLICY_KEYS = Object.keys(RECONNECT_SETTINGS) as (keyof ReconnectPolicy)[];
 
 /**
- * `policy` with its defaults, checked.
+ * `policy` with its defaults, checked member by member (RECONNECT_SETTINGS), and `maxDelay` no
+ * shorter than `initialDelay` (whose default grows to `initialDelay` when only that is given).
  *
  * @example
- * resolveReconnectPolicy({ maxDelay: 5_000 }); // { initialDelay: 500, maxDelay: 5000, multiplier: 2, jitter: 0.5 }
+ * resolveReconnectPolicy('reconnect', { maxDelay: 5_000 }); // { initialDelay: 500, maxDelay: 5000, multiplier: 2, jitter: 0.5 }
  * @param label what names the policy in a message (`reconnect`).
  * @param policy see {@link ReconnectPolicy}; `undefined` is the default policy.
  * @throws InvalidOptionError naming `label` when it is not an object, else the member that is
@@ -42,17 +40,11 @@ const POLICY_KEYS: readonly (keyof ReconnectPolicy)[] = ['initialDelay', 'maxDel
  */
 export function resolveReconnectPolicy(label: string, policy: ReconnectPolicy | undefined): ResolvedReconnectPolicy {
   const given = validOptions<keyof ReconnectPolicy>(label, policy, POLICY_KEYS, { keyLabel: `${label}.` });
-  const initialDelay = given.initialDelay === undefined ? DEFAULT_RECONNECT_POLICY.initialDelay : milliseconds(`${label}.initialDelay`, given.initialDelay);
-  const maxDelay = given.maxDelay === undefined ? Math.max(initialDelay, DEFAULT_RECONNECT_POLICY.maxDelay) : milliseconds(`${label}.maxDelay`, given.maxDelay);
+  const member = <K extends keyof ReconnectPolicy>(name: K): number => (given[name] === undefined ? DEFAULT_RECONNECT_POLICY[name] : RECONNECT_SETTINGS[name].check(`${label}.${name}`, given[name]));
+  const initialDelay = member('initialDelay');
+  const maxDelay = given.maxDelay === undefined ? Math.max(initialDelay, DEFAULT_RECONNECT_POLICY.maxDelay) : member('maxDelay');
   if (maxDelay < initialDelay) throw new InvalidOptionError(`${label}.maxDelay`, `at least ${label}.initialDelay (${initialDelay} ms)`, maxDelay);
-  const multiplier = given.multiplier === undefined ? DEFAULT_RECONNECT_POLICY.multiplier : between(`${label}.multiplier`, given.multiplier, 1, 10);
-  const jitter = given.jitter === undefined ? DEFAULT_RECONNECT_POLICY.jitter : between(`${label}.jitter`, given.jitter, 0, 1);
-  return Object.freeze({ initialDelay, maxDelay, multiplier, jitter });
-}
-
-function between(label: string, value: unknown, min: number, max: number): number {
-  if (typeof value === 'number' && value >= min && value <= max) return value;
-  throw new InvalidOptionError(label, `a number from ${min} to ${max}`, value);
+  return Object.freeze({ initialDelay, maxDelay, multiplier: member('multiplier'), jitter: member('jitter') });
 }
 
 /**

@@ -3,7 +3,8 @@
 import { asyncScheduler, concat, defer, from, map, merge, NEVER, Observable, of, ReplaySubject, type SchedulerLike, share, Subject, type Subscription, switchMap, take, timer } from 'rxjs';
 import type { Dispatcher } from 'undici';
 import { InvalidOptionError } from '../../lib/errors.js';
-import { httpUrl, implementing, nonNegativeInteger, object, oneOf, options as validOptions, positiveInteger, recordOf, scheduler as validScheduler, string } from '../../lib/validate.js';
+import { namesOf, readOptions } from '../../lib/optionTable.js';
+import { httpUrl, implementing, object, oneOf, options as validOptions, recordOf, scheduler as validScheduler, string } from '../../lib/validate.js';
 import { ChannelPeer } from './channelPeer.js';
 import { ChannelConnection, HttpConnection, type UpstreamConnection } from './connection.js';
 import { type Driver, type DriverContext, type ListKind, type StreamTracker } from './driver.js';
@@ -11,6 +12,7 @@ import { UpstreamError } from './errors.js';
 import { LegacyDriver } from './legacy.js';
 import { ModernDriver } from './modern.js';
 import { Need } from './need.js';
+import { UPSTREAM_SETTINGS, type UpstreamEra } from './options.js';
 import { reconnect, type ReconnectPolicy, type ResolvedReconnectPolicy, resolveReconnectPolicy } from './reconnect.js';
 import { commandWords, type StdioCommand, stdioProcess } from './stdio.js';
 import { upstreamChannels, type UpstreamState, type UpstreamStateEvent, type UpstreamStats } from './telemetry.js';
@@ -18,8 +20,7 @@ import { upstreamName } from './uri.js';
 
 export type { ListKind } from './driver.js';
 
-/** Which protocol revision an upstream speaks: `modern` (2026-07-28 `subscriptions/listen`), `legacy` (a 2025 session), or `auto` (asked once with `server/discover`). */
-export type UpstreamEra = 'auto' | 'modern' | 'legacy';
+export type { UpstreamEra } from './options.js';
 
 /** Options of {@link Upstream}: where it is (`url` or `command`), and how it is spoken to. */
 export interface UpstreamOptions {
@@ -61,7 +62,7 @@ export interface UpstreamOptions {
   readonly scheduler?: SchedulerLike;
 }
 
-const OPTION_NAMES: readonly (keyof UpstreamOptions)[] = ['name', 'url', 'command', 'era', 'token', 'headers', 'dispatcher', 'reconnect', 'bodyTimeout', 'maxMessageBytes', 'maxUris', 'linger', 'scheduler'];
+const OPTION_NAMES: readonly (keyof UpstreamOptions)[] = ['name', 'url', 'command', ...namesOf(UPSTREAM_SETTINGS), 'token', 'headers', 'dispatcher', 'reconnect', 'scheduler'];
 const COMMAND_OPTIONS: readonly (keyof StdioCommand)[] = ['command', 'cwd', 'env', 'stderr'];
 
 /**
@@ -116,12 +117,12 @@ export class Upstream {
   constructor(options: UpstreamOptions) {
     const given = validOptions<keyof UpstreamOptions>('Upstream options', options, OPTION_NAMES, { like: "{ name, url } or { name, command }" });
     this.name = upstreamName('name', given.name);
-    this.#era = given.era === undefined ? 'auto' : oneOf<UpstreamEra>('era', given.era, ['auto', 'modern', 'legacy']);
+    const { era, bodyTimeout, maxMessageBytes, maxUris, linger } = readOptions(UPSTREAM_SETTINGS, given);
+    this.#era = era;
     this.#policy = resolveReconnectPolicy('reconnect', options.reconnect);
     this.#scheduler = given.scheduler === undefined ? asyncScheduler : validScheduler<SchedulerLike>('scheduler', given.scheduler);
-    this.#maxUris = given.maxUris === undefined ? 10_000 : positiveInteger('maxUris', given.maxUris, 'resource URIs');
-    this.#linger = given.linger === undefined ? 1_000 : nonNegativeInteger('linger', given.linger, 'milliseconds');
-    const maxMessageBytes = given.maxMessageBytes === undefined ? 1_048_576 : positiveInteger('maxMessageBytes', given.maxMessageBytes, 'bytes');
+    this.#maxUris = maxUris;
+    this.#linger = linger;
     if ((given.url === undefined) === (given.command === undefined)) {
       throw new InvalidOptionError('Upstream options', "an object with one of url (an http(s) URL) and command (a command line), e.g. { name: 'notes', url: 'http://127.0.0.1:4000/mcp' }", options);
     }
@@ -133,7 +134,7 @@ export class Upstream {
         url: httpUrl('url', given.url),
         headers,
         dispatcher: given.dispatcher === undefined ? undefined : implementing<Dispatcher>('dispatcher', given.dispatcher, ['dispatch'], 'an undici Dispatcher (an Agent, a Pool, a Client)'),
-        bodyTimeout: given.bodyTimeout === undefined ? 0 : nonNegativeInteger('bodyTimeout', given.bodyTimeout, 'milliseconds'),
+        bodyTimeout,
         maxMessageBytes,
       });
       // Over HTTP every call is its own exchange: the connection is there, and never fails as such.
