@@ -9,6 +9,7 @@ import path from 'node:path';
 import { combineLatest, distinctUntilChanged, map } from 'rxjs';
 import type { SessionOptions } from '../../protocol/legacy/sessionOptions.js';
 import type { StreamLimits } from '../../lib/options.js';
+import { rescueHandoffs } from '../cluster/handoffs.js';
 import { clusterPrimary, type ClusterEvent, type ClusterPrimary, type ClusterPrimaryOptions } from '../cluster/primary.js';
 import { ensureDemoData } from './files.js';
 import { openFleet, type Fleet, type ReferenceFleet } from './server.js';
@@ -60,6 +61,15 @@ export async function startReferencePrimary(options: ReferencePrimaryOptions): P
   const primary = clusterPrimary({ ...machineLimits(limits), ...(nodeId === undefined ? {} : { nodeId }), ...(fleet === undefined ? {} : fleetParts(fleet)) });
   let stopping = false;
   primary.events$.subscribe((event) => report(event, say, !stopping));
+  // A connection node:cluster handed to a worker that died before accepting it would be held open,
+  // unread, for ever (issue 31, item 5): it goes to another worker instead.
+  const handoffs = rescueHandoffs(({ worker, handedOn, closed }) =>
+    say(`cluster: worker ${worker} died with ${handedOn + closed} new connection(s) on their way to it: ${handedOn} handed to another worker, ${closed} closed (no other worker listening)`),
+  );
+  // A message to a worker that died meanwhile fails (EPIPE) as an 'error' event of its Worker, which
+  // would end this process for want of a listener; its exit is on its way.
+  const onFork = (worker: Worker) => worker.on('error', (error: Error) => say(`cluster: worker ${worker.id}: ${error.message}`));
+  cluster.on('fork', onFork);
   let delay = RESTART_DELAY;
   const listening = new Set<Worker>();
   let started: (url: string) => void;
@@ -104,6 +114,8 @@ export async function startReferencePrimary(options: ReferencePrimaryOptions): P
       clearTimeout(grace);
       cluster.off('listening', onListening);
       cluster.off('exit', onExit);
+      cluster.off('fork', onFork);
+      handoffs.close();
       primary.close();
       await fleet?.close();
     })());
