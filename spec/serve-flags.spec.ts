@@ -66,6 +66,8 @@ interface HelpFlag {
   readonly value: string | undefined;
   /** The documented default's first word (`1048576 (1 MiB)` → `1048576`); absent when none is shown. */
   readonly default: string | undefined;
+  /** The documented default as `--help` shows it (`none (no authentication)`). */
+  readonly shown: string | undefined;
 }
 
 /** The flags of `serve --help`, each with its documented default. */
@@ -74,7 +76,7 @@ function helpFlags(help: string): HelpFlag[] {
   return lines.map((line) => {
     const [, name, value] = /^ {2}(?:-\w, )?--([a-z-]+)(?: ([A-Z]+))?\s/.exec(line)!;
     const shown = /\bdefault: ([^;\]]+)\]$/.exec(line)?.[1];
-    return { name: name!, value, default: shown?.split(' ')[0] };
+    return { name: name!, value, default: shown?.split(' ')[0], shown };
   });
 }
 
@@ -176,8 +178,9 @@ function runnable(): { name: string; args: string[] }[] {
 test('every flag of serve --help is run at its documented default, or listed with the reason it is not', () => {
   const names = flags.map((flag) => flag.name);
   for (const flag of flags) {
-    if (flag.name in NOT_RUN) continue;
-    if (flag.value !== undefined) assert.ok(flag.default !== undefined, `--${flag.name} documents no default: run it at one, or list it in NOT_RUN with the reason`);
+    if (flag.name in NOT_RUN || flag.value === undefined) continue;
+    assert.ok(flag.default !== undefined, `--${flag.name} documents no default: run it at one, or list it in NOT_RUN with the reason`);
+    assert.doesNotMatch(flag.shown!, /^(?:none|off)\b/, `--${flag.name}'s default (${flag.shown}) is its absence, not a value: list it in NOT_RUN with the reason`);
   }
   for (const listed of [...Object.keys(NOT_RUN), ...Object.keys(NEEDS), ...Object.keys(NOT_WITH_WORKERS)]) {
     assert.ok(names.includes(listed), `--${listed} is listed here but serve --help has no such flag`);
