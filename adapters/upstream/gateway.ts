@@ -167,6 +167,16 @@ export class UpstreamGateway {
     return this;
   }
 
+  /**
+   * True when `uri` is one of this gateway's (`upstream://<name of one of its upstreams>/…`): what
+   * its `resources` provider owns and its `methods` answer.
+   * @example
+   * gateway.owns('upstream://notes/file:///srv/notes/today.md'); // true when an upstream is named notes
+   */
+  owns(uri: string): boolean {
+    return this.#target(uri) !== undefined;
+  }
+
   /** Each upstream's counts now, in the order given. */
   get stats(): readonly UpstreamStats[] {
     return this.upstreams.map((upstream) => upstream.stats);

@@ -10,6 +10,8 @@ export type { FailMode, UpstreamGatewayOptions } from './gateway.js';
 export { Upstream } from './upstream.js';
 export type { ListKind, UpstreamEra, UpstreamOptions } from './upstream.js';
 export type { StdioCommand } from './stdio.js';
+export { upstreamFromText } from './served.js';
+export type { UpstreamList } from './served.js';
 export { commandWords } from './stdio.js';
 
 /* Reconnect policy */

@@ -76,3 +76,4 @@ export const GATEWAY_SETTINGS: OptionTable<GatewaySettings> = {
   ackTimeout: option.milliseconds({ default: 5_000, description: "how long a listen's or a subscribe's decision waits for an upstream to acknowledge a URI (--upstream)" }),
   failMode: option.choice<FailMode>(['open', 'closed'], { default: 'open', description: 'a URI its upstream has not acknowledged within --ack-timeout is served (open) or refused (closed)' }),
 };
+

@@ -3,6 +3,7 @@
 import { deepStrictEqual, strictEqual, throws } from 'node:assert';
 import fc from 'fast-check';
 import { test } from 'uvu';
+import { SERVED_UPSTREAMS, upstreamFromText } from '../../adapters/upstream/served.js';
 import { commandWords } from '../../adapters/upstream/stdio.js';
 import { splitUpstreamUri, upstreamName, upstreamUri } from '../../adapters/upstream/uri.js';
 import { InvalidOptionError } from '../../lib/errors.js';
@@ -51,6 +52,23 @@ test('commandWords splits a command line as a shell would, expanding nothing', (
   ] as const) {
     throws(() => commandWords(bad, '--upstream'), (error: unknown) => error instanceof InvalidOptionError && error.message.startsWith(`--upstream must be ${what}, got`));
   }
+});
+
+test('--upstream NAME=URL: an http(s) endpoint or stdio: and a command line; a list in code takes those and option objects', () => {
+  deepStrictEqual(upstreamFromText('--upstream', 'notes=http://127.0.0.1:4000/mcp'), { name: 'notes', url: 'http://127.0.0.1:4000/mcp' });
+  deepStrictEqual(upstreamFromText('--upstream', 'crm=stdio:python -m crm --dir "/srv/my data"'), { name: 'crm', command: ['python', '-m', 'crm', '--dir', '/srv/my data'] });
+  // The URL keeps any '=' it has: the name ends at the first.
+  deepStrictEqual(upstreamFromText('--upstream', 'q=https://x/mcp?a=b'), { name: 'q', url: 'https://x/mcp?a=b' });
+  for (const bad of ['notes', '=http://x/mcp', 'Notes=http://x/mcp', 'notes=ftp://x', 'notes=stdio:', 'notes=stdio:node "x']) {
+    throws(() => upstreamFromText('--upstream', bad), (error: unknown) => error instanceof InvalidOptionError && error.message.startsWith('--upstream must be NAME=URL: a name'), bad);
+  }
+  const list = SERVED_UPSTREAMS.upstream;
+  deepStrictEqual(list.check('upstream', 'a=http://x/mcp'), [{ name: 'a', url: 'http://x/mcp' }]);
+  deepStrictEqual(list.check('upstream', ['a=http://x/mcp', { name: 'b', command: 'node b.js' }]), [{ name: 'a', url: 'http://x/mcp' }, { name: 'b', command: 'node b.js' }]);
+  // What a repeated flag collects (each read gives a list of one).
+  deepStrictEqual(list.check('upstream', [list.read('--upstream', 'a=http://x/mcp'), list.read('--upstream', 'b=stdio:node b.js')]), [{ name: 'a', url: 'http://x/mcp' }, { name: 'b', command: ['node', 'b.js'] }]);
+  throws(() => list.check('upstream', [7]), (error: unknown) => error instanceof InvalidOptionError && error.message === "upstream[0] must be an upstream: 'NAME=URL' or { name, url } or { name, command }, got 7");
+  deepStrictEqual([SERVED_UPSTREAMS.ackTimeout.default, SERVED_UPSTREAMS.failMode.default], [5_000, 'open']);
 });
 
 test.run();
