@@ -25,6 +25,8 @@ export interface UpstreamGatewayOptions {
   readonly ackTimeout?: number;
   /** What a URI still unacknowledged after `ackTimeout` gets (see {@link FailMode}); defaults to `open`. */
   readonly failMode?: FailMode;
+  /** How long a request forwarded to an upstream (`resources/read`, `resources/list`, the templates) waits for its answer, in milliseconds; defaults to 30 000. */
+  readonly requestTimeout?: number;
   /**
    * Who may watch and read an upstream's resources (the gateway URI, and the caller); defaults to
    * everyone. The upstream itself is asked with the gateway's credentials, never the caller's.
@@ -89,6 +91,7 @@ export class UpstreamGateway {
   readonly #byName = new Map<string, Upstream>();
   readonly #owned: Upstream[] = [];
   readonly #ackTimeout: number;
+  readonly #requestTimeout: number;
   readonly #failMode: FailMode;
   readonly #canRead: (uri: string, context: RequestContext) => boolean | Promise<boolean>;
   readonly #scheduler: SchedulerLike;
@@ -98,8 +101,9 @@ export class UpstreamGateway {
   constructor(options: UpstreamGatewayOptions) {
     const given = validOptions<keyof UpstreamGatewayOptions>('upstreamGateway options', options, OPTION_NAMES, { like: '{ hub, upstreams }' });
     this.#hub = validHub<Hub>('hub', given.hub);
-    const { ackTimeout, failMode } = readOptions(GATEWAY_SETTINGS, given);
+    const { ackTimeout, failMode, requestTimeout } = readOptions(GATEWAY_SETTINGS, given);
     this.#ackTimeout = ackTimeout;
+    this.#requestTimeout = requestTimeout;
     this.#failMode = failMode;
     this.#canRead = given.canRead === undefined ? () => true : callback('canRead', given.canRead);
     this.#scheduler = given.scheduler === undefined ? asyncScheduler : validScheduler<SchedulerLike>('scheduler', given.scheduler);
@@ -185,8 +189,9 @@ export class UpstreamGateway {
   /**
    * `own`'s methods with `resources/read` and `resources/list` serving the union: a read of an
    * upstream URI is asked of its upstream (with the gateway's credentials, after `canRead`), its
-   * contents' URIs rewritten; a list is `own`'s followed by each upstream's first page, rewritten (an
-   * upstream that fails or takes longer than `ackTimeout` is left out). Results are shaped for the
+   * contents' URIs rewritten (`-32603` when it fails or takes longer than `requestTimeout`); a list is
+   * `own`'s followed by each upstream's first page, rewritten (an upstream that fails or takes longer
+   * than `requestTimeout` is left out). Results are shaped for the
    * caller's era (a 2026-07-28 result is complete and cacheable; a legacy one has neither member),
    * whatever the upstream speaks.
    * @example
@@ -210,7 +215,7 @@ export class UpstreamGateway {
         if ((await this.#canRead(uri as string, context)) !== true) throw notFound(uri as string, context);
         let result: Record<string, unknown>;
         try {
-          result = await target.upstream.request('resources/read', { uri: target.uri });
+          result = await this.#within(target.upstream.request('resources/read', { uri: target.uri }));
         } catch (error) {
           throw forwardedError(error, uri as string, context);
         }
@@ -271,7 +276,7 @@ export class UpstreamGateway {
     }
   }
 
-  /** Every upstream's URI templates, rewritten; an upstream that fails or is late declares none. */
+  /** Every upstream's URI templates, rewritten; an upstream that fails or is later than `requestTimeout` declares none. */
   async #templates(): Promise<ResourceTemplate[]> {
     const all = await Promise.all(
       this.upstreams.map(async (upstream) => {
@@ -285,9 +290,19 @@ export class UpstreamGateway {
     return all.flat();
   }
 
-  /** `answer`, or `undefined` when it fails or takes longer than `ackTimeout`. */
+  /** `answer`, or `undefined` when it fails or takes longer than `requestTimeout`. */
   #bounded(answer: Promise<Record<string, unknown>>): Promise<Record<string, unknown> | undefined> {
-    return firstValueFrom(race(from(answer.catch(() => undefined)), timer(this.#ackTimeout, this.#scheduler).pipe(map(() => undefined))));
+    return this.#within(answer).catch(() => undefined);
+  }
+
+  /** `answer`, or an {@link UpstreamError} when it takes longer than `requestTimeout`. */
+  #within(answer: Promise<Record<string, unknown>>): Promise<Record<string, unknown>> {
+    const late = timer(this.#requestTimeout, this.#scheduler).pipe(
+      map((): never => {
+        throw new UpstreamError(`an upstream did not answer within requestTimeout (${this.#requestTimeout} ms)`, { upstream: '' });
+      }),
+    );
+    return firstValueFrom(race(from(answer), late));
   }
 }
 

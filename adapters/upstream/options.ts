@@ -69,11 +69,13 @@ export const DEFAULT_RECONNECT_POLICY: ResolvedReconnectPolicy = defaultsOf(RECO
 export interface GatewaySettings {
   readonly ackTimeout: number;
   readonly failMode: FailMode;
+  readonly requestTimeout: number;
 }
 
-/** The gateway's settings, declared once: `serve --upstream` takes them as `--ack-timeout` and `--fail-mode`. @internal */
+/** The gateway's settings, declared once: `serve --upstream` takes them as `--ack-timeout`, `--fail-mode` and `--request-timeout`. @internal */
 export const GATEWAY_SETTINGS: OptionTable<GatewaySettings> = {
   ackTimeout: option.milliseconds({ default: 5_000, description: "how long a listen's or a subscribe's decision waits for an upstream to acknowledge a URI (--upstream)" }),
   failMode: option.choice<FailMode>(['open', 'closed'], { default: 'open', description: 'a URI its upstream has not acknowledged within --ack-timeout is served (open) or refused (closed)' }),
+  requestTimeout: option.milliseconds({ default: 30_000, description: 'how long a resources/read, resources/list or templates list forwarded to an upstream (--upstream) waits for its answer' }),
 };
 

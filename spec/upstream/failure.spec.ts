@@ -47,6 +47,7 @@ for (const failMode of ['open', 'closed'] as const) {
     const stalled = await stalledServer();
     const front = await startGateway({
       ackTimeout: 300,
+      requestTimeout: 300,
       failMode,
       upstreams: [
         { name: 'one', url: healthy.server.url, era: 'modern', reconnect: FAST },
@@ -80,6 +81,12 @@ for (const failMode of ['open', 'closed'] as const) {
           (error: { code?: number; message?: string }) => [error.code, error.message],
         );
         deepStrictEqual(outcome, failMode === 'open' ? {} : [-32603, `MCP error -32603: failed to subscribe: ${s}`]);
+        // A read of it is answered -32603 once requestTimeout has passed.
+        const read = await legacy.client.readResource({ uri: s }).then(
+          () => 'answered',
+          (error: { code?: number; message?: string }) => [error.code, error.message],
+        );
+        deepStrictEqual(read, [-32603, `MCP error -32603: upstream unavailable: ${s}`]);
       } finally {
         await legacy.client.close();
       }
