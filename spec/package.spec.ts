@@ -48,7 +48,7 @@ test.before(async () => {
   // A copy of what a clone has (no dist/), with the dev dependencies linked: `npm pack` must build.
   const source = path.join(work, 'source');
   await mkdir(source);
-  for (const entry of ['package.json', 'tsconfig.json', 'index.ts', 'client.ts', 'lib', 'operators', 'adapters', 'scripts', 'docs', 'README.md', 'LICENSE', 'SECURITY.md']) {
+  for (const entry of ['package.json', 'tsconfig.json', 'index.ts', 'client.ts', 'lib', 'operators', 'protocol', 'adapters', 'scripts', 'docs', 'README.md', 'LICENSE', 'SECURITY.md']) {
     await cp(path.join(ROOT, entry), path.join(source, entry), { recursive: true });
   }
   await symlink(path.join(ROOT, 'node_modules'), path.join(source, 'node_modules'), 'dir');
