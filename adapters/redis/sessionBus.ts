@@ -20,7 +20,8 @@ export interface RedisSessionBusOptions {
   /**
    * How long a node counts as alive after its last heartbeat, in milliseconds; defaults to 10 000
    * (as `RedisPrincipalCap`'s). Every node beats every third of it; one node of the fleet notices a
-   * node whose last heartbeat is older (`left`) and takes up the legacy sessions it kept.
+   * node whose last heartbeat is older (`left`) and takes up the legacy sessions it kept. Give every
+   * node the same value: a node judges the others' heartbeats by its own.
    */
   readonly heartbeatTtl?: number;
 }

@@ -123,6 +123,8 @@ test('a subscribe on one worker while its GET opens on the other, in either orde
   const timings = ['GET first, its claim recorded after the subscribe read the record', 'subscribe first, the GET during its wait', 'GET first'] as const;
   for (const [n, timing] of timings.entries()) {
     const { sessionId } = await initialize(a!.url, { id: 10 + n });
+    // The sessions of the earlier rounds keep theirs in their grace period: this one's are 2 more.
+    const held = b!.endpoint.stats.sessionSubscriptions;
     let get: GetStream;
     let subscribed: ReturnType<typeof call>;
     if (timing === 'GET first, its claim recorded after the subscribe read the record') {
@@ -146,7 +148,7 @@ test('a subscribe on one worker while its GET opens on the other, in either orde
     }
     assert.deepEqual((await subscribed).json, { jsonrpc: '2.0', id: 2, result: {} }, timing);
     await get.until(opened, 3000, 'the GET stream on b');
-    await sleep(50);
+    await eventually(() => b!.endpoint.stats.sessionSubscriptions === held + 2, 3000, `the subscription on b (${timing})`);
     a!.hub.notifyResourceUpdated(X);
     await get.untilId(1);
     assert.equal(get.withoutKeepAlives, frameText(1, updatedMessage(X)), timing);
@@ -194,6 +196,7 @@ test('ids the log no longer holds (another node logged more than it keeps since 
   const get = GetStream.open(b!.url, sessionId);
   await get.until(opened, 3000, 'the GET stream');
   await call(a!.url, sessionId, 2, 'resources/subscribe', { uri: X });
+  await eventually(() => b!.endpoint.stats.sessionSubscriptions === 2, 3000, 'the subscription handed to b');
   b!.hub.notifyResourceUpdated(X);
   await get.untilId(1);
   // Five frames logged for the session elsewhere (as a node in its grace period would), 2–6: the

@@ -60,14 +60,14 @@ interface FleetNode {
 async function node(
   prefix: string,
   nodeId: string,
-  wrap: { store?: (store: SessionStore) => SessionStore; bus?: (bus: SessionBus) => SessionBus } = {},
+  wrap: { store?: (store: SessionStore) => SessionStore; bus?: (bus: SessionBus) => SessionBus; heartbeatTtl?: number } = {},
   options: Partial<McpEndpointOptions> = {},
 ): Promise<FleetNode> {
   const redis = suite.server.url;
   const bus = new RedisBus({ redis, nodeId, channel: `${prefix}-hub` });
   const store = new RedisSessionStore({ redis, prefix });
   const eventLog = redisEventLogs({ redis, prefix, ...(options.replayBufferSize === undefined ? {} : { capacity: options.replayBufferSize }) });
-  const sessionBus = new RedisSessionBus({ redis, nodeId, channel: `${prefix}-sessions`, heartbeatTtl: HEARTBEAT });
+  const sessionBus = new RedisSessionBus({ redis, nodeId, channel: `${prefix}-sessions`, heartbeatTtl: wrap.heartbeatTtl ?? HEARTBEAT });
   await Promise.all([bus.ready(), store.ready(), eventLog.ready(), sessionBus.ready()]);
   const hub = new Hub({ bus });
   const endpoint = new McpEndpoint({
@@ -161,11 +161,12 @@ test('a node killed (SIGKILL) while files change: another takes its session up w
 
 test('a node killed and its client back on another node before the heartbeat expires (nobody took the session up): the GET there sends the re-read signal once its subscriptions are live, then every change, ids consecutive', async () => {
   const prefix = `handover${prefixes++}`;
+  // A heartbeat of a minute (the same on every node): nobody finds A dead while the test runs.
   const child = runFixture('node', [suite.server.url, prefix, 'A', '60000']);
   closers.push(() => child.kill());
   await child.waitFor('listening ', 10_000);
   const aUrl = /listening (\S+)/.exec(child.output())![1]!;
-  const b = await node(prefix, 'B');
+  const b = await node(prefix, 'B', { heartbeatTtl: 60_000 });
   const { sessionId, get } = await sessionOn(aUrl);
   changes = new Changes([X, Y, Z], (uri) => b.hub.notifyResourceUpdated(uri));
   await get.untilId(3);
@@ -220,6 +221,8 @@ test('a subscribe on one node while its GET opens on another, in either order an
   const timings = ['GET first, its claim recorded after the subscribe read the record', 'subscribe first, the GET during its wait', 'GET first'] as const;
   for (const [n, timing] of timings.entries()) {
     const { sessionId } = await initialize(a.url, { id: 10 + n });
+    // The sessions of the earlier rounds keep theirs in their grace period: this one's are 2 more.
+    const held = b.endpoint.stats.sessionSubscriptions;
     let get: GetStream;
     let subscribed: ReturnType<typeof call>;
     if (timing === 'GET first, its claim recorded after the subscribe read the record') {
@@ -243,7 +246,7 @@ test('a subscribe on one node while its GET opens on another, in either order an
     }
     assert.deepEqual((await subscribed).json, { jsonrpc: '2.0', id: 2, result: {} }, timing);
     await get.until(opened, 3000, 'the GET stream on b');
-    await sleep(50);
+    await eventually(() => b.endpoint.stats.sessionSubscriptions === held + 2, 3000, `the subscription on b (${timing})`);
     a.hub.notifyResourceUpdated(X);
     await get.untilId(1);
     assert.equal(get.withoutKeepAlives, frameText(1, updatedMessage(X)), timing);
@@ -295,6 +298,7 @@ test('ids the log no longer holds (another node logged more than it keeps since 
   const get = GetStream.open(b.url, sessionId);
   await get.until(opened, 3000, 'the GET stream');
   await call(a.url, sessionId, 2, 'resources/subscribe', { uri: X });
+  await eventually(() => b.endpoint.stats.sessionSubscriptions === 2, 3000, 'the subscription handed to b');
   b.hub.notifyResourceUpdated(X);
   await get.untilId(1);
   // Five frames logged for the session elsewhere (as a node in its grace period would), 2–6: the
