@@ -1,7 +1,8 @@
 // The folder watch changing hands between the workers of one machine (issue 31, item 1):
 // `mcp-rx-streams serve --workers 2` (dist/, built by `npm test` before the specs), its watching
 // worker killed while a file changes. The other worker takes the machine's watch lease at once and
-// catches up from the state the watcher recorded with the primary: the change is heard once.
+// catches up from the state the watcher recorded with the primary (with --redis: in Redis, beside
+// the fleet's lease): the change is heard once.
 import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -12,16 +13,18 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import { listenBody, SseConnection } from '../helpers/http.js';
 import { sleep } from '../helpers/legacy.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
 
 const CLI = fileURLToPath(new URL('../../dist/adapters/cli.js', import.meta.url));
 
 let tmp: string;
 let todo: string;
-let child: ChildProcess;
+let child: ChildProcess | undefined;
 let stdout = '';
 let stderr = '';
-let exited: Promise<number | null>;
+let exited: Promise<number | null> | undefined;
 let url: string;
+let redis: RedisServer | undefined;
 
 const uriOf = (file: string) => pathToFileURL(file).href;
 const updatedText = (file: string) => `"method":"notifications/resources/updated","params":{"uri":"${uriOf(file)}"`;
@@ -38,27 +41,45 @@ async function until(predicate: () => boolean, ms: number, what: string): Promis
   }
 }
 
-test.before(async () => {
+/** Starts `serve --workers 2 ...args` on a fresh folder holding todo.txt. */
+async function startMachine(args: readonly string[]): Promise<void> {
   assert.ok(existsSync(CLI), `${CLI} is missing: run npm run build (npm test does)`);
   tmp = await mkdtemp(path.join(tmpdir(), 'mcp-rx-watch-handover-'));
   await mkdir(path.join(tmp, 'data'));
   todo = path.join(await realpath(path.join(tmp, 'data')), 'todo.txt');
   await writeFile(todo, '- one\n');
-  child = spawn(process.execPath, [CLI, 'serve', '--workers', '2', '--port', '0', '--dir', path.join(tmp, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  exited = new Promise((resolve) => child.on('close', (code) => resolve(code)));
-  await until(() => /^mcp-rx-streams listening on \S+$/m.test(stdout), 10_000, 'the listening line');
+  stdout = stderr = '';
+  const started = spawn(process.execPath, [CLI, 'serve', '--workers', '2', '--port', '0', '--dir', path.join(tmp, 'data'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child = started;
+  started.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  started.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  exited = new Promise((resolve) => started.on('close', (code) => resolve(code)));
+  await until(() => /^mcp-rx-streams listening on \S+$/m.test(stdout), 20_000, 'the listening line');
   url = /^mcp-rx-streams listening on (\S+)$/m.exec(stdout)![1]!;
-});
+}
 
-test.after(async () => {
+test.after.each(async () => {
   child?.kill('SIGKILL');
   await exited;
+  child = exited = undefined;
+  await redis?.close();
+  redis = undefined;
   if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
 });
 
 test('the watching worker killed while a file changes: the other worker takes the watch and announces the change, once', async () => {
+  await startMachine([]);
+  await killWatcherWhileAFileChanges();
+});
+
+test('the same with --redis: the watcher recorded what it published in Redis, through its primary', async () => {
+  redis = await startRedis();
+  await startMachine(['--redis', redis.url]);
+  await killWatcherWhileAFileChanges();
+});
+
+/** Kills the machine's watcher as todo.txt changes; a listen on the other worker hears the change once. */
+async function killWatcherWhileAFileChanges(): Promise<void> {
   await until(() => watchers().length === 1, 5000, 'a watcher');
   const watcher = watchers()[0]!;
   const pid = Number(new RegExp(`INFO: cluster: worker ${watcher} \\(pid (\\d+)\\) listening$`, 'm').exec(stderr)![1]);
@@ -93,6 +114,6 @@ test('the watching worker killed while a file changes: the other worker takes th
   } finally {
     for (const each of opened) each.destroy();
   }
-});
+}
 
 test.run();
