@@ -52,15 +52,15 @@ export class McpEndpoint {
    * (`serveChannel(endpoint, channel)`), so that both reach the same admission, caps and sessions.
    */
   readonly core: ProtocolCore;
-  /** Where notifications come from (the `hub` option). */
+  /** The core's {@link ProtocolCore.hub}: where notifications come from. */
   readonly hub: Hub;
-  /** The server-wide stream slots (the `slots` option, or a pool of `maxStreams`). */
+  /** The core's {@link ProtocolCore.slots}: the server-wide stream slots. */
   readonly slots: StreamSlots;
-  /** The per-principal cap listen streams are admitted through (the `principals` option, or a registry of `maxListensPerPrincipal`). */
+  /** The core's {@link ProtocolCore.principals}: the per-principal cap of listens. */
   readonly principals: PrincipalCap;
-  /** The listen options with their defaults filled in (durations in milliseconds). */
+  /** The core's {@link ProtocolCore.listenOptions}, defaults filled in (milliseconds). */
   readonly listenOptions: Readonly<ListenOptions>;
-  /** What the server advertises; a listen honours only these. */
+  /** The core's {@link ProtocolCore.capabilities}: what the server advertises. */
   readonly capabilities: ServerCapabilities;
   /** Largest accepted request body, in bytes (see {@link McpEndpointOptions.maxBodyBytes}). */
   readonly maxBodyBytes: number;
