@@ -22,6 +22,7 @@ import * as cluster from '../adapters/cluster/index.js';
 import * as sdk from '../adapters/sdk/index.js';
 import * as ws from '../adapters/channel/ws.js';
 import * as otel from '../adapters/otel/index.js';
+import * as upstream from '../adapters/upstream/index.js';
 import * as auth from '../adapters/auth/index.js';
 import * as reference from '../adapters/reference/server.js';
 import { InvalidOptionError } from '../lib/errors.js';
@@ -61,7 +62,9 @@ const introspection = { issuer, resource, introspectionUrl: 'https://auth.exampl
 const sender = { sendResourceUpdated: async () => undefined };
 const sdkHandler = { fetch: async () => new Response(null) };
 const silentLogger = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
-const meter = { createObservableGauge: () => ({}), createCounter: () => ({}) } as never;
+const meter = { createObservableGauge: () => ({}), createObservableCounter: () => ({}), createCounter: () => ({}) } as never;
+// A gateway with no upstream: opens nothing.
+const gateway = upstream.upstreamGateway({ hub, upstreams: [] });
 const tracer = { startSpan: () => ({}) } as never;
 const fakeSocket = { readyState: 1, send: () => undefined, close: () => undefined, on: () => undefined, off: () => undefined };
 const redisUrl = 'redis://127.0.0.1:9';
@@ -380,6 +383,11 @@ const ENTRIES: readonly Entry[] = [
         { what: 'a prefix Prometheus cannot name with', call: () => metrics.collectMetrics(new Registry(), endpoint, { prefix: 'my-app.' }), option: 'prefix' },
         { what: 'a prefix number', call: () => metrics.collectMetrics(new Registry(), endpoint, { prefix: 5 as never }), option: 'prefix' },
       ],
+      collectUpstreamMetrics: [
+        { what: 'no registry', call: () => metrics.collectUpstreamMetrics(undefined as never, gateway), option: 'collectUpstreamMetrics registry' },
+        { what: 'an endpoint instead of the gateway', call: () => metrics.collectUpstreamMetrics(new Registry(), endpoint as never), option: 'collectUpstreamMetrics gateway', says: /upstreamGateway\(/ },
+        { what: 'a prefix Prometheus cannot name with', call: () => metrics.collectUpstreamMetrics(new Registry(), gateway, { prefix: 'my-app.' }), option: 'prefix' },
+      ],
     },
     notFactories: {},
   },
@@ -436,12 +444,57 @@ const ENTRIES: readonly Entry[] = [
         { what: 'an unknown option', call: () => otel.collectOtelMetrics(meter, endpoint, { prefx: 'app.' } as never), option: 'prefx' },
         { what: 'a prefix with a space', call: () => otel.collectOtelMetrics(meter, endpoint, { prefix: 'my app.' }), option: 'prefix' },
       ],
+      collectUpstreamOtelMetrics: [
+        { what: 'no meter', call: () => otel.collectUpstreamOtelMetrics(undefined as never, gateway), option: 'collectUpstreamOtelMetrics meter' },
+        { what: 'an endpoint instead of the gateway', call: () => otel.collectUpstreamOtelMetrics(meter, endpoint as never), option: 'collectUpstreamOtelMetrics gateway', says: /upstreamGateway\(/ },
+        { what: 'an unknown option', call: () => otel.collectUpstreamOtelMetrics(meter, gateway, { prefx: 'app.' } as never), option: 'prefx' },
+      ],
       traceListens: [
         { what: 'no tracer', call: () => otel.traceListens(undefined as never), option: 'traceListens tracer' },
         { what: 'spanUntil another value', call: () => otel.traceListens(tracer, { spanUntil: 'end' as never }), option: 'spanUntil' },
       ],
     },
     notFactories: {},
+  },
+  {
+    name: 'mcp-rx-streams/upstream',
+    module: upstream,
+    factories: {
+      upstreamGateway: [
+        ...optionsRows('upstreamGateway options', (options) => upstream.upstreamGateway(options as never), { hub, upstreams: [] }, /\{ hub, upstreams \}/),
+        { what: 'an endpoint instead of its hub', call: () => upstream.upstreamGateway({ hub: endpoint as never, upstreams: [] }), option: 'hub', says: /endpoint\.hub/ },
+        { what: 'upstreams not an array', call: () => upstream.upstreamGateway({ hub, upstreams: { name: 'a', url } as never }), option: 'upstreams' },
+        { what: "an upstream's option out of range", call: () => upstream.upstreamGateway({ hub, upstreams: [{ name: 'a', url, linger: -1 }] }), option: 'upstreams[0].linger' },
+        { what: 'two upstreams of one name', call: () => upstream.upstreamGateway({ hub, upstreams: [{ name: 'a', url }, { name: 'a', url }] }), option: 'upstreams[1].name' },
+        { what: 'failMode another value', call: () => upstream.upstreamGateway({ hub, upstreams: [], failMode: 'strict' as never }), option: 'failMode', says: /"open" or "closed"/ },
+        { what: 'ackTimeout 0', call: () => upstream.upstreamGateway({ hub, upstreams: [], ackTimeout: 0 }), option: 'ackTimeout' },
+        { what: 'canRead not a function', call: () => upstream.upstreamGateway({ hub, upstreams: [], canRead: true as never }), option: 'canRead' },
+      ],
+      UpstreamGateway: [{ what: 'no options', call: () => new upstream.UpstreamGateway(undefined as never), option: 'upstreamGateway options', says: /\{ hub, upstreams \}/ }],
+      Upstream: [
+        ...optionsRows('Upstream options', (options) => new upstream.Upstream(options as never), { name: 'a', url }, /\{ name, url \} or \{ name, command \}/),
+        { what: 'a name that is no DNS label', call: () => new upstream.Upstream({ name: 'My Notes', url }), option: 'name', says: /lower-case/ },
+        { what: 'neither url nor command', call: () => new upstream.Upstream({ name: 'a' } as never), option: 'Upstream options', says: /one of url .* and command/ },
+        { what: 'a url that is not http(s)', call: () => new upstream.Upstream({ name: 'a', url: 'ws://127.0.0.1:9/mcp' }), option: 'url' },
+        { what: 'era another value', call: () => new upstream.Upstream({ name: 'a', url, era: '2026' as never }), option: 'era' },
+        { what: 'a command with an open quote', call: () => new upstream.Upstream({ name: 'a', command: 'node "server.js' }), option: 'command' },
+        { what: 'a token for a command', call: () => new upstream.Upstream({ name: 'a', command: 'node server.js', token: 't' }), option: 'token', says: /url only/ },
+        { what: 'a reconnect member misspelled', call: () => new upstream.Upstream({ name: 'a', url, reconnect: { maxDelai: 5 } as never }), option: 'reconnect.maxDelai' },
+      ],
+      reconnect: [
+        { what: 'a policy member out of range', call: () => upstream.reconnect({ jitter: 2 }), option: 'reconnect.jitter', says: /from 0 to 1/ },
+        { what: 'a scheduler that is not one', call: () => upstream.reconnect({}, { scheduler: {} as never }), option: 'scheduler' },
+        { what: 'onRetry not a function', call: () => upstream.reconnect({}, { onRetry: 'log' as never }), option: 'onRetry' },
+      ],
+      resolveReconnectPolicy: [{ what: 'maxDelay below initialDelay', call: () => upstream.resolveReconnectPolicy('reconnect', { initialDelay: 100, maxDelay: 10 }), option: 'reconnect.maxDelay', says: /at least reconnect\.initialDelay/ }],
+      commandWords: [{ what: 'an unclosed quote', call: () => upstream.commandWords("node 'a", '--upstream'), option: '--upstream', says: /single quotes/ }],
+      upstreamFromText: [{ what: 'no name', call: () => upstream.upstreamFromText('--upstream', 'http://127.0.0.1:9/mcp'), option: '--upstream', says: /NAME=URL/ }],
+    },
+    notFactories: {
+      reconnectDelay: 'a pure function of a resolved policy and an attempt (resolveReconnectPolicy checks the policy)',
+      upstreamUri: 'a pure string rewrite of any name and URI (no configuration)',
+      splitUpstreamUri: 'a pure string parse of any URI (no configuration)',
+    },
   },
   {
     name: 'mcp-rx-streams/ws',
@@ -574,6 +627,7 @@ test('every function and class an entry exports is in this table, or listed with
 });
 
 test.after(() => {
+  gateway.close();
   endpoint.close();
   hub.close();
   rmSync(scratch, { recursive: true, force: true });

@@ -13,7 +13,7 @@ import { test } from 'uvu';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './otel', './sdk', './ws', './auth'] as const;
+const ENTRIES = ['.', './client', './redis', './cluster', './metrics', './otel', './sdk', './ws', './auth', './upstream'] as const;
 const specifier = (entry: string) => (entry === '.' ? 'mcp-rx-streams' : `mcp-rx-streams/${entry.slice(2)}`);
 
 let work: string;
@@ -118,6 +118,7 @@ const EXPECTED: Record<(typeof ENTRIES)[number], string[]> = {
   './sdk': ['sdkRouter', 'HubEventBus', 'replayEventStore', 'eventLogStore', 'ResourceUpdates'],
   './ws': ['webSocketServer', 'webSocketChannel', 'serveWebSocket'],
   './auth': ['jwtAuthenticator', 'introspectionAuthenticator', 'tokenVerifierAuthenticator', 'discoverAuthorizationServer', 'DiscoveryError'],
+  './upstream': ['upstreamGateway', 'UpstreamGateway', 'Upstream', 'upstreamUri', 'splitUpstreamUri', 'reconnect', 'upstreamChannels', 'UpstreamError'],
 };
 
 test('ESM import and CJS require() (Node >= 20.19) of every entry give the same functions', async () => {
@@ -161,6 +162,10 @@ test('the main entry loads neither undici, ioredis, jose nor prom-client (its st
   assert.ok((await reached('dist/adapters/channel/ws.js')).has('ws'));
   assert.ok((await reached('dist/adapters/auth/index.js')).has('jose'));
   assert.ok((await reached('dist/adapters/otel/index.js')).has('@opentelemetry/api'));
+  // Upstreams are reached with the undici client; nothing else to install.
+  const upstream = await reached('dist/adapters/upstream/index.js');
+  assert.ok(upstream.has('undici'));
+  for (const heavy of ['ioredis', 'jose', 'prom-client', 'ws', '@opentelemetry/api']) assert.equal(upstream.has(heavy), false, `the upstream entry reaches ${heavy}: ${[...upstream].join(', ')}`);
   // The SDK entry is typed by shape: it loads no MCP SDK (the scratch project has none) and no ioredis.
   const sdk = await reached('dist/adapters/sdk/index.js');
   assert.deepEqual([...sdk].filter((name) => name.startsWith('@modelcontextprotocol/') || name === 'ioredis'), [], [...sdk].join(', '));
@@ -181,6 +186,7 @@ import { collectOtelMetrics, traceListens, type OtelMetricsBridge } from ${from(
 import { metrics, trace } from '@opentelemetry/api';
 import { replayEventStore, sdkRouter, type SdkEventStore, type SdkRouter } from ${from('./sdk')};
 import { webSocketChannel, type WebSocketLike } from ${from('./ws')};
+import { upstreamGateway, type UpstreamOptions } from ${from('./upstream')};
 import { serveStdio, type MessageChannel } from ${from('.')};
 import { Registry } from 'prom-client';
 import type { Observable } from 'rxjs';
@@ -200,9 +206,11 @@ const store: SdkEventStore = replayEventStore({ capacity: 10 });
 const router: SdkRouter = sdkRouter({ endpoint, sdk: { fetch: async () => new Response(null, { status: 405 }) } });
 const channel: (socket: WebSocketLike) => MessageChannel = webSocketChannel;
 const stdio: typeof serveStdio = serveStdio;
+const notes: UpstreamOptions = { name: 'notes', url: 'http://127.0.0.1:4000/mcp' };
+const gateway = upstreamGateway({ hub, upstreams: [notes] });
 // @ts-expect-error a frame is not a number
 const wrong: Frame = 1;
-export { handler, stream, redis, machine, worker, bridge, otel, store, router, channel, stdio, wrong, RedisBus };
+export { handler, stream, redis, machine, worker, bridge, otel, store, router, channel, stdio, gateway, wrong, RedisBus };
 export type { ParsedSseEvent };
 `;
   const esm = use((entry) => `'${specifier(entry)}'`);

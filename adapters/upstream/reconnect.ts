@@ -2,7 +2,7 @@
 // injected scheduler (virtual time in specs), as one RxJS `retry` configuration.
 import { asyncScheduler, type MonoTypeOperatorFunction, retry, type SchedulerLike, timer } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
-import { options as validOptions } from '../../lib/validate.js';
+import { callback, options as validOptions, scheduler as validScheduler } from '../../lib/validate.js';
 import { DEFAULT_RECONNECT_POLICY, RECONNECT_SETTINGS, type ResolvedReconnectPolicy } from './options.js';
 
 /**
@@ -76,16 +76,22 @@ export interface ReconnectOptions {
  * completion into an error first.
  *
  * @example
- * defer(() => openUpstreamStream()).pipe(reconnect(resolveReconnectPolicy('reconnect', { maxDelay: 5_000 })));
- * @param policy the resolved policy (see {@link resolveReconnectPolicy}).
- * @param options the scheduler, the random source and a callback per attempt.
+ * defer(() => openUpstreamStream()).pipe(reconnect({ maxDelay: 5_000 }));
+ * @param policy see {@link ReconnectPolicy}; its members default as {@link resolveReconnectPolicy} says.
+ * @param options the scheduler (default `asyncScheduler`), the random source (default `Math.random`) and a callback per attempt.
+ * @throws InvalidOptionError naming `reconnect` or one of its members (as {@link resolveReconnectPolicy}),
+ *   `reconnect options` when `options` is not an object, or `scheduler`, `random`, `onRetry` when one is not what it takes.
  */
-export function reconnect<T>(policy: ResolvedReconnectPolicy, options: ReconnectOptions = {}): MonoTypeOperatorFunction<T> {
-  const { scheduler = asyncScheduler, random = Math.random, onRetry } = options;
+export function reconnect<T>(policy: ReconnectPolicy = {}, options: ReconnectOptions = {}): MonoTypeOperatorFunction<T> {
+  const resolved = resolveReconnectPolicy('reconnect', policy);
+  const given = validOptions<keyof ReconnectOptions>('reconnect options', options, ['scheduler', 'random', 'onRetry']);
+  const scheduler = given.scheduler === undefined ? asyncScheduler : validScheduler<SchedulerLike>('scheduler', given.scheduler);
+  const random = given.random === undefined ? Math.random : callback<() => number>('random', given.random);
+  const onRetry = given.onRetry === undefined ? undefined : callback<NonNullable<ReconnectOptions['onRetry']>>('onRetry', given.onRetry);
   return retry<T>({
     resetOnSuccess: true,
     delay: (error: unknown, attempt: number) => {
-      const delay = reconnectDelay(policy, attempt, random);
+      const delay = reconnectDelay(resolved, attempt, random);
       onRetry?.(error, attempt, delay);
       return timer(delay, scheduler);
     },

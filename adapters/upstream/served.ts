@@ -19,8 +19,8 @@ import { upstreamName } from './uri.js';
  * @throws InvalidOptionError naming `label` when it is not `NAME=URL` with a name and a URL of those kinds.
  */
 export function upstreamFromText(label: string, text: string): UpstreamOptions {
-  const equals = text.indexOf('=');
   const what = "NAME=URL: a name (lower-case letters, digits, '-'), then an http(s) URL or stdio:COMMAND, e.g. notes=http://127.0.0.1:4000/mcp";
+  const equals = typeof text === 'string' ? text.indexOf('=') : -1;
   if (equals <= 0) throw new InvalidOptionError(label, what, text);
   const given = text.slice(equals + 1);
   try {

@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { Observable } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
+import { string } from '../../lib/validate.js';
 import type { MessageChannel } from '../channel/channel.js';
 import { stdioChannel } from '../channel/stdio.js';
 import { UpstreamError } from './errors.js';
@@ -29,6 +30,7 @@ export interface StdioCommand {
  * @throws InvalidOptionError naming `label` for an unterminated quote, a trailing `\`, or no word at all.
  */
 export function commandWords(text: string, label = 'command'): string[] {
+  string(label, text, { what: 'a command line (a string)' });
   const words: string[] = [];
   let word: string | undefined;
   let quote: "'" | '"' | undefined;
