@@ -4,10 +4,11 @@
 // namespaced `upstream://<name>/…`; a listen's acknowledgment is what the upstreams honour.
 import { deepStrictEqual, ok, strictEqual } from 'node:assert';
 import { test } from 'uvu';
-import { listen } from '../../adapters/client.js';
+import { listen, openSse } from '../../adapters/client.js';
+import type { ParsedSseEvent } from '../../adapters/sseParser.js';
 import { upstreamUri } from '../../adapters/upstream/index.js';
 import type { JsonRpcMessage } from '../../lib/jsonrpc.js';
-import { acknowledged, legacyClient, modernClient, referenceUpstream, startGateway, until, uriOf, WAIT_MS } from '../helpers/gateway.js';
+import { acknowledged, legacyClient, modernClient, referenceUpstream, sleep, startGateway, until, uriOf, WAIT_MS } from '../helpers/gateway.js';
 import { within } from '../helpers/wait.js';
 
 const ERAS = ['modern', 'legacy'] as const;
@@ -94,6 +95,51 @@ test('a listen naming URIs of two upstreams (one of each era) is acknowledged wi
     subscription.unsubscribe();
     await front.close();
     await Promise.all([one.server.close(), two.server.close()]);
+  }
+});
+
+test('a 2025 session served from a 2026-07-28 upstream keeps its own era\'s rules: event ids, and a GET resumed with Last-Event-ID replays what changed upstream while it was cut', async () => {
+  const upstream = await referenceUpstream({ 'a.txt': 'a' });
+  const front = await startGateway({ upstreams: [{ name: 'notes', url: upstream.server.url, era: 'modern', reconnect: FAST }] });
+  const a = upstreamUri('notes', upstream.uri('a.txt'));
+  const post = async (body: object, session?: string) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    if (session !== undefined) headers['mcp-session-id'] = session;
+    const response = await fetch(front.url, { method: 'POST', headers, body: JSON.stringify(body) });
+    return { session: response.headers.get('mcp-session-id') ?? undefined, text: await response.text() };
+  };
+  const events: ParsedSseEvent[] = [];
+  const updates = () => events.filter((event) => event.data.includes('notifications/resources/updated'));
+  try {
+    const { session } = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+    ok(session !== undefined, 'a session');
+    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session);
+    let stream = openSse(front.url, { sessionId: session! }).subscribe((event) => events.push(event));
+    await until(() => front.endpoint.stats.streams === 1, 'the GET stream');
+    deepStrictEqual(JSON.parse((await post({ jsonrpc: '2.0', id: 2, method: 'resources/subscribe', params: { uri: a } }, session)).text), { jsonrpc: '2.0', id: 2, result: {} });
+    upstream.server.hub.notifyResourceUpdated(upstream.uri('a.txt'));
+    await until(() => updates().length === 1, 'the first update');
+    const seen = updates()[0]!.id!;
+    ok(/^\d+$/.test(seen), `the session's own event id: ${seen}`);
+    deepStrictEqual(JSON.parse(updates()[0]!.data), { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: a } });
+
+    // Cut: the session's subscriptions go on filling its replay buffer (its grace period).
+    stream.unsubscribe();
+    await until(() => front.endpoint.stats.streams === 0, 'the GET stream gone');
+    upstream.server.hub.notifyResourceUpdated(upstream.uri('a.txt'));
+    await until(() => front.gateway.stats[0]!.framesOut === 2, 'the second change through the gateway');
+    events.length = 0;
+    stream = openSse(front.url, { sessionId: session!, lastEventId: seen }).subscribe((event) => events.push(event));
+    await until(() => updates().length === 1, 'the replayed update');
+    ok(Number(updates()[0]!.id) > Number(seen), `replayed with a later id: ${updates()[0]!.id} after ${seen}`);
+    upstream.server.hub.notifyResourceUpdated(upstream.uri('a.txt'));
+    await until(() => updates().length === 2, 'a live update after the replay');
+    await sleep(100);
+    strictEqual(updates().length, 2, 'nothing replayed twice');
+    stream.unsubscribe();
+  } finally {
+    await front.close();
+    await upstream.server.close();
   }
 });
 
