@@ -21,6 +21,6 @@ export { RedisSessionBus } from './sessionBus.js';
 export type { RedisSessionBusOptions, RedisSessionBusStats } from './sessionBus.js';
 
 /* Connections and telemetry */
-export type { RedisTarget } from './connection.js';
+export type { RedisClusterTarget, RedisTarget } from './target.js';
 export { redisChannels } from './telemetry.js';
 export type { ConnectionEvent, RedisComponent, ResyncEvent, UnrelayedEvent } from './telemetry.js';

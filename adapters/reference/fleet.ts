@@ -1,20 +1,21 @@
 // The reference server as one node of a fleet on Redis (its `redis` option, `serve --redis`): the
 // fleet's options and the Redis parts a node opens (hub bus, folder-watch lease, per-principal cap,
 // session store and replay logs, session bus).
-import { InvalidOptionError } from '../../lib/errors.js';
 import { STREAM_LIMITS, type StreamLimits } from '../../lib/options.js';
 import { option, readOptions, type OptionTable } from '../../lib/optionTable.js';
 import { SESSION_OPTIONS, type SessionOptions } from '../../protocol/legacy/sessionOptions.js';
 import { redactedUrl } from '../redactedUrl.js';
 import type { RedisEventLogs } from '../redis/eventLog.js';
 import type { RedisBus, RedisLease, RedisPrincipalCap, RedisSessionBus, RedisSessionStore } from '../redis/index.js';
+import { checkRedisUrl } from '../redis/target.js';
 
 /** The options of a reference server that is one node of a fleet (see `docs/fleet.md`). */
 export interface FleetSettings {
   /**
-   * Run as one node of a fleet on this Redis (`redis://` URL): hub events, legacy sessions and
-   * their replay, the per-principal cap and the folder watch are shared through it (see
-   * `docs/fleet.md`). Without it everything stays in this process.
+   * Run as one node of a fleet on this Redis (a `redis://`, `redis+sentinel://` or
+   * `redis+cluster://` URL, see `RedisTarget`): hub events, legacy sessions and their replay, the
+   * per-principal cap and the folder watch are shared through it (see `docs/fleet.md`). Without it
+   * everything stays in this process.
    */
   readonly redis?: string;
   /** This node's id in the fleet (no whitespace, no `:`); defaults to a random UUID. Only with `redis`. */
@@ -36,11 +37,6 @@ export interface FleetSettings {
 /** Default of {@link FleetSettings.redisConnectTimeout}: 10 000 milliseconds. */
 export const DEFAULT_REDIS_CONNECT_TIMEOUT = 10_000;
 
-/** A `redis://` or `rediss://` URL; a refused one is shown without its password. */
-function redisUrl(label: string, value: unknown): string {
-  if (typeof value === 'string' && /^rediss?:\/\/./.test(value)) return value;
-  throw new InvalidOptionError(label, 'a redis:// or rediss:// URL', typeof value === 'string' ? redactedUrl(value) : value);
-}
 
 /**
  * {@link FleetSettings}, declared once (see `LISTEN_OPTIONS`): checked by `startReferenceServer`,
@@ -52,9 +48,9 @@ export const FLEET_SETTINGS: OptionTable<FleetSettings> = {
   redis: option.custom({
     placeholder: 'URL',
     shownDefault: 'none (one process)',
-    description: 'run as one node of a fleet sharing this Redis (redis:// or rediss://); see docs/fleet.md',
-    check: redisUrl,
-    read: redisUrl,
+    description: 'run as one node of a fleet sharing this Redis: redis://host:port, redis+sentinel://sentinel:26379,…/mymaster (a Sentinel-managed primary) or redis+cluster://node:6379,… (a Redis Cluster); rediss… for TLS; see docs/fleet.md',
+    check: checkRedisUrl,
+    read: checkRedisUrl,
   }),
   nodeId: option.text({
     placeholder: 'ID',

@@ -329,10 +329,11 @@ test('one folder, two nodes: a change reaches a stream on each node exactly once
   }
 });
 
-test('fleet flags: --node-id needs --redis, which must be a redis:// URL; one line naming the flag, exit code 2', async () => {
+test('fleet flags: --node-id needs --redis, which must be a Redis URL (redis://, redis+sentinel://, redis+cluster://); one line naming the flag, exit code 2', async () => {
   const cases = [
     [['--node-id', 'a'], 'mcp-rx-streams: --node-id needs --redis URL'],
-    [['--redis', 'http://10.0.0.5:6379'], 'mcp-rx-streams: --redis must be a redis:// or rediss:// URL, got "http://10.0.0.5:6379/"'],
+    [['--redis', 'http://10.0.0.5:6379'], 'mcp-rx-streams: --redis must be a redis://, rediss://, redis+sentinel:// or redis+cluster:// URL, got "http://10.0.0.5:6379"'],
+    [['--redis', 'redis+sentinel://:pw@10.0.0.5:26379'], "mcp-rx-streams: --redis must be a redis+sentinel:// URL whose path is /<primary name>[/<db>], got \"redis+sentinel://:***@10.0.0.5:26379\": write redis+sentinel://10.0.0.5:26379,10.0.0.6:26379,10.0.0.7:26379/mymaster (mymaster: the name in the Sentinels' `sentinel monitor` line)"],
   ] as const;
   await Promise.all(
     cases.map(async ([args, line]) => {
