@@ -63,7 +63,12 @@ export const AUTH_SETTINGS: OptionTable<AuthSettings> = {
     shownDefault: 'none',
     description: 'scopes every request needs, comma-separated (a token without one gets 403 insufficient_scope); only with --issuer',
     check: scopes,
-    read: (label, text) => scopes(label, text.split(/[,\s]+/).filter((scope) => scope !== '')),
+    read: (label, text) => {
+      const list = text.split(/[,\s]+/).filter((scope) => scope !== '');
+      // An empty list would require nothing while saying it requires something: leave the flag out instead.
+      if (list.length === 0) throw new InvalidOptionError(label, 'a comma-separated list of at least one scope name', text);
+      return scopes(label, list);
+    },
   }),
   introspectionUrl: option.text({
     placeholder: 'URL',
