@@ -3,7 +3,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { McpEndpoint } from './http/endpoint.js';
-import { RevokeRelayError } from '../protocol/revoke.js';
+import type { StreamsOptions } from '../protocol/inspect.js';
+import { reasonArgument, RevokeRelayError, type RevokeResult } from '../protocol/revoke.js';
 import { InvalidOptionError } from '../lib/errors.js';
 import type { CloseReason } from '../lib/frame.js';
 import type { Logger } from './logTo.js';
@@ -16,28 +17,39 @@ const MAX_REVOKE_BODY = 16_384;
 export const ADMIN_PATHS: Readonly<Record<string, string>> = Object.freeze({ '/streams': 'GET, HEAD', '/revoke': 'POST' });
 
 /**
- * The admin endpoints of an endpoint, for a node:http server of the operator's (the CLI mounts
- * them on its metrics port): a function that answers `GET /streams` and `POST /revoke` and returns
- * true, or returns false for any other path (which it leaves alone).
+ * What the admin endpoints read and act on: an {@link McpEndpoint}, or the machine of
+ * `serve --workers` (every worker's endpoint, through the primary).
+ */
+export interface AdminTarget {
+  /** The snapshot `GET /streams` answers (see {@link McpEndpoint.streams}). */
+  streams(options: StreamsOptions): readonly unknown[] | Promise<readonly unknown[]>;
+  /** What `POST /revoke` does (see {@link McpEndpoint.revoke}); a RevokeRelayError is answered 502. */
+  revoke(principal: string, reason: CloseReason): Promise<RevokeResult>;
+}
+
+/**
+ * The admin endpoints of an endpoint (or of a machine of them), for a node:http server of the
+ * operator's (the CLI mounts them on its metrics port): a function that answers `GET /streams` and
+ * `POST /revoke` and returns true, or returns false for any other path (which it leaves alone).
  *
  * - `GET /streams` (`?uris=1` to include URIs and task ids): `{ takenAt, streams }`, the
- *   endpoint's {@link McpEndpoint.streams} snapshot; `takenAt` in milliseconds since the epoch.
+ *   target's snapshot ({@link McpEndpoint.streams}); `takenAt` in milliseconds since the epoch.
  * - `POST /revoke` with the JSON body `{ "principal": "...", "reason"?: "revoked" }`:
- *   {@link McpEndpoint.revoke}, answered `{ principal, reason, streams, sessions }` (what ended on
- *   this node); 400 for a body that is not that, 502 when the other nodes of a fleet could not be
- *   told (this node's were ended).
+ *   the target's revoke ({@link McpEndpoint.revoke}), answered `{ principal, reason, streams,
+ *   sessions }` (what ended on this node: on every worker of a machine); 400 for a body that is
+ *   not that, 502 when the other nodes of a fleet could not be told (this node's were ended).
  *
  * Every request needs `Authorization: Bearer <token>`, compared in constant time (a SHA-256 of
  * each side, so the time does not depend on where they differ nor on their lengths); without it,
  * 401 with `WWW-Authenticate: Bearer`. Answers are JSON and never cached.
  *
- * @param endpoint the endpoint inspected and revoked on.
+ * @param target the endpoint (or machine) inspected and revoked on.
  * @param token the admin token; at least 16 characters.
  * @param logger told (`info`) what each revoke ended; the principal only at `debug`.
  * @throws InvalidOptionError when the token is shorter than 16 characters.
  * @internal
  */
-export function adminRoutes(endpoint: McpEndpoint, token: string, logger?: Logger): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function adminRoutes(target: AdminTarget, token: string, logger?: Logger): (req: IncomingMessage, res: ServerResponse) => boolean {
   if (typeof token !== 'string' || token.length < 16) throw new InvalidOptionError('admin token', 'a string of at least 16 characters', token === undefined ? token : '(hidden)');
   const expected = digest(token);
   return (req, res) => {
@@ -56,7 +68,13 @@ export function adminRoutes(endpoint: McpEndpoint, token: string, logger?: Logge
     }
     if (url.pathname === '/streams') {
       const uris = ['1', 'true'].includes(url.searchParams.get('uris') ?? '');
-      answer(200, { takenAt: Date.now(), streams: endpoint.streams({ uris }) });
+      const takenAt = Date.now();
+      Promise.resolve()
+        .then(() => target.streams({ uris }))
+        .then(
+          (streams) => answer(200, { takenAt, streams }),
+          () => answer(500, { error: 'the snapshot failed' }),
+        );
       return true;
     }
     readBody(req).then(
@@ -64,7 +82,7 @@ export function adminRoutes(endpoint: McpEndpoint, token: string, logger?: Logge
         const request = revokeRequest(text);
         if (typeof request === 'string') return answer(400, { error: request });
         try {
-          const result = await endpoint.revoke(request.principal, request.reason);
+          const result = await target.revoke(request.principal, request.reason);
           logger?.info({ event: 'admin_revoke', reason: request.reason, ...result }, `revoked a principal: ${result.streams} listen stream(s) and ${result.sessions} session(s) ended on this node`);
           logger?.debug({ event: 'admin_revoke', principal: request.principal, reason: request.reason }, 'revoked principal');
           answer(200, { principal: request.principal, reason: request.reason, ...result });
@@ -125,5 +143,9 @@ function revokeRequest(text: string): { principal: string; reason: CloseReason }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'the body must be a JSON object: {"principal": "...", "reason": "revoked"}';
   const { principal, reason } = body as { principal?: unknown; reason?: unknown };
   if (typeof principal !== 'string' || principal === '') return 'principal must be a non-empty string: the principal your authenticate returns (the serve --token-secret server: sub:<sub>)';
-  return { principal, reason: (reason ?? 'revoked') as CloseReason };
+  try {
+    return { principal, reason: reasonArgument(reason ?? 'revoked') };
+  } catch (error) {
+    return (error as Error).message;
+  }
 }

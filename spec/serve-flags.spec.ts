@@ -52,7 +52,6 @@ const NEEDS: Readonly<Record<string, (context: Context) => string[]>> = {
 /** Flags left out of the `--workers 2` run, and why. */
 const NOT_WITH_WORKERS: Readonly<Record<string, string>> = {
   workers: 'the run gives --workers 2 instead of the default 1',
-  'metrics-host': 'needs --metrics-port, which cannot go with --workers (each worker would answer /metrics with its own figures)',
 };
 
 interface Context {

@@ -8,6 +8,7 @@ import { REFERENCE_SETTINGS, type ReferenceServerOptions } from '../reference/op
 import { UsageError } from './errors.js';
 import { helpText } from './flags.js';
 import type { CliLogger } from './logLevels.js';
+import type { MetricsKit } from './metrics.js';
 import { readServe, SERVE, type ServeCommandOptions } from './serveFlags.js';
 import { stopOnce } from './stop.js';
 
@@ -25,24 +26,40 @@ export async function serve(argv: readonly string[]): Promise<void> {
     const { serveStdio } = await import('./stdio.js');
     return serveStdio(server, command);
   }
-  // Logs go to stderr (stdout has the one line that says the server is up, and the metrics URL).
+  // Logs go to stderr (stdout has the one line that says the server is up, and the metrics URL); a
+  // worker's lines say which worker wrote them.
   const { cliLogger } = await import('./log.js');
   const { logTo } = await import('../logTo.js');
-  const logger = cliLogger(command.logLevel, command.logFormat);
+  const logger = cliLogger(command.logLevel, command.logFormat, cluster.isWorker ? cluster.worker!.id : undefined);
   const stopLogging = logTo(logger);
+  // Every listener the flags ask for is up before the ready line: without prom-client nothing opens.
+  const metrics = command.metricsPort === undefined ? undefined : await (await import('./metrics.js')).loadMetrics();
   if (command.workers !== undefined && command.workers > 1) {
     const { serveMachine, serveWorker } = await import('./machine.js');
-    return cluster.isPrimary ? serveMachine(server, command.workers, command.redisTimeout, logger, stopLogging) : serveWorker(server, logger);
+    return cluster.isPrimary ? serveMachine(server, command, metrics, logger, stopLogging) : serveWorker(server, metrics, logger);
   }
-  return serveOne(server, command, logger, stopLogging);
+  return serveOne(server, command, metrics, logger, stopLogging);
 }
 
 /** The reference server on this one process, and its metrics port. */
-async function serveOne(options: ReferenceServerOptions, command: ServeCommandOptions, logger: CliLogger, stopLogging: () => void): Promise<void> {
+async function serveOne(options: ReferenceServerOptions, command: ServeCommandOptions, metrics: MetricsKit | undefined, logger: CliLogger, stopLogging: () => void): Promise<void> {
   const { startReferenceServer } = await import('../reference/server.js');
   const server = await startReferenceServer({ ...options, logger });
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const closers: (() => Promise<void>)[] = [() => server.close()];
+  const { metricsPort, metricsHost, adminToken } = command;
+  let metricsUrl: string | undefined;
+  if (metrics !== undefined) {
+    try {
+      const { processMetrics, serveMetrics } = await import('./metrics.js');
+      const served = await serveMetrics(processMetrics(metrics, server.endpoint), metricsHost, metricsPort!, adminToken, logger);
+      closers.push(served.close);
+      metricsUrl = served.url;
+    } catch (error) {
+      await server.close();
+      throw error;
+    }
+  }
   let fleetLog: { stop(): void } | undefined;
   const stop = stopOnce(logger, stopLogging, (why) => {
     // A shutdown is not an outage: nothing more is said about Redis.
@@ -55,26 +72,10 @@ async function serveOne(options: ReferenceServerOptions, command: ServeCommandOp
   process.once('SIGINT', () => stop(0, 'SIGINT'));
   process.once('SIGTERM', () => stop(0, 'SIGTERM'));
   say(`mcp-rx-streams listening on ${server.url}`);
+  if (metricsUrl !== undefined) say(`metrics on ${metricsUrl}`);
   const { logStart } = await import('./start.js');
   logStart(logger, server, { dir: path.resolve(readOptions(REFERENCE_SETTINGS, options).dir), tokens: options.tokenSecret !== undefined || options.issuer !== undefined, issuer: options.issuer });
-
-  const { metricsPort, metricsHost, adminToken } = command;
-  if (metricsPort !== undefined) {
-    try {
-      const { serveMetrics } = await import('./metrics.js');
-      const metrics = await serveMetrics(server, metricsHost, metricsPort, adminToken, logger);
-      closers.push(metrics.close);
-      say(`metrics on ${metrics.url}`);
-      logger.info({ event: 'metrics', url: metrics.url }, `Prometheus metrics on ${metrics.url}`);
-      if (adminToken !== undefined) {
-        const base = metrics.url.replace(/\/metrics$/, '');
-        logger.info({ event: 'admin', streams: `${base}/streams`, revoke: `${base}/revoke` }, `admin endpoints on ${base}: GET /streams, POST /revoke (Authorization: Bearer <--admin-token>)`);
-      }
-    } catch (error) {
-      await server.close();
-      throw error;
-    }
-  }
+  if (metricsUrl !== undefined) (await import('./metrics.js')).logMetrics(logger, metricsUrl, adminToken);
   if (server.fleet !== undefined) {
     const { logFleet } = await import('../reference/fleetLog.js');
     fleetLog = logFleet(server.fleet, options.redis!, logger, {

@@ -72,7 +72,8 @@ const SERVE_OPERATE: OptionTable<Omit<ServeCommandOptions, 'demo' | 'stdio' | 'w
   }),
   metricsPort: option.port({
     shownDefault: 'off',
-    description: 'serve Prometheus metrics on http://METRICS_HOST:N/metrics (needs the prom-client package), and the admin endpoints with --admin-token',
+    description:
+      "serve Prometheus metrics on http://METRICS_HOST:N/metrics (needs the prom-client package), and the admin endpoints with --admin-token; with --workers the primary serves the machine's (every worker's, joined)",
   }),
   metricsHost: option.text({
     placeholder: 'HOST',
@@ -161,8 +162,5 @@ export function readServe(argv: readonly string[]): ServeArgs {
   if (fleet !== undefined) throw new UsageError(`--${kebab(fleet)} needs --redis URL`);
   const metrics = given('metricsPort') ? undefined : first(METRICS_ONLY);
   if (metrics !== undefined) throw new UsageError(`--${kebab(metrics)} needs --metrics-port N`);
-  if (command.workers !== undefined && command.workers > 1 && given('metricsPort')) {
-    throw new UsageError('--metrics-port cannot go with --workers: each worker would answer /metrics with its own figures on the shared port');
-  }
   return { help: false, server, command };
 }

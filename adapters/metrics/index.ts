@@ -5,29 +5,16 @@ import type { McpEndpoint } from '../http/endpoint.js';
 import type { UpstreamGateway } from '../upstream/gateway.js';
 import { UPSTREAM_STATES, type UpstreamStats } from '../upstream/telemetry.js';
 import { queueTotals } from '../../lib/telemetry.js';
-import { endpoint as validEndpoint, implementing, options as validOptions, string } from '../../lib/validate.js';
+import { endpoint as validEndpoint, implementing } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
 import { followMetricEvents, once } from '../metricEvents.js';
+import { metricPrefix, type MetricsBridge, type MetricsOptions } from './bridge.js';
 
 export { MissingPeerDependencyError } from '../peer.js';
-
-/** Options of {@link collectMetrics}. */
-export interface MetricsOptions {
-  /** Prepended to every metric name; defaults to `mcp_rx_`. */
-  readonly prefix?: string;
-}
-
-/** What {@link collectMetrics} returns. */
-export interface MetricsBridge {
-  /** The names of the metrics registered, prefix included. */
-  readonly names: readonly string[];
-  /** Stops counting (unsubscribes from the channels) and removes the metrics from the registry. Idempotent. */
-  close(): void;
-}
+export type { MetricsBridge, MetricsOptions } from './bridge.js';
+export { collectClusterMetrics } from './cluster.js';
 
 type PromClient = typeof import('prom-client');
-
-const METRIC_PREFIX = "a metric name prefix Prometheus accepts ([a-zA-Z_:][a-zA-Z0-9_:]*, or '')";
 
 /**
  * Registers an endpoint's metrics on a prom-client `Registry`: counts read from `endpoint.stats`
@@ -74,8 +61,7 @@ export function collectMetrics(registry: Registry, endpoint: McpEndpoint, option
   const prom = requirePeer<PromClient>('prom-client', 'mcp-rx-streams/metrics');
   implementing('collectMetrics registry', registry, ['registerMetric', 'removeSingleMetric'], "a prom-client Registry (new Registry(), or prom-client's register)");
   validEndpoint('collectMetrics endpoint', endpoint);
-  const given = validOptions<keyof MetricsOptions>('collectMetrics options', options, ['prefix']);
-  const prefix = given.prefix === undefined ? 'mcp_rx_' : string('prefix', given.prefix, { pattern: /^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/, what: METRIC_PREFIX });
+  const prefix = metricPrefix('collectMetrics', options);
   const names: string[] = [];
   const registers = [registry];
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], collect?: (this: Gauge<L>) => void): Gauge<L> => {
@@ -172,8 +158,7 @@ export function collectUpstreamMetrics(registry: Registry, gateway: UpstreamGate
   const prom = requirePeer<PromClient>('prom-client', 'mcp-rx-streams/metrics');
   implementing('collectUpstreamMetrics registry', registry, ['registerMetric', 'removeSingleMetric'], "a prom-client Registry (new Registry(), or prom-client's register)");
   implementing('collectUpstreamMetrics gateway', gateway, ['methods', 'start', 'close'], 'an UpstreamGateway (upstreamGateway({ hub, upstreams }) of mcp-rx-streams/upstream)');
-  const given = validOptions<keyof MetricsOptions>('collectUpstreamMetrics options', options, ['prefix']);
-  const prefix = given.prefix === undefined ? 'mcp_rx_' : string('prefix', given.prefix, { pattern: /^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/, what: METRIC_PREFIX });
+  const prefix = metricPrefix('collectUpstreamMetrics', options);
   const names: string[] = [];
   const registers = [registry];
   const gauge = (name: string, help: string, labelNames: readonly string[], collect: (this: Gauge<string>, stats: readonly UpstreamStats[]) => void) => {
