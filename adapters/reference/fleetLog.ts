@@ -17,11 +17,13 @@ export interface FleetLogOptions {
 
 /**
  * Logs a fleet node's state as it changes: at once which node it is and that it waits for Redis
- * (serving its local streams meanwhile), then when Redis first answers, whether it holds the
- * folder-watch lease, when Redis becomes unreachable and when it is back (with the running totals
- * of hub events that waited in the outbox, that never reached Redis, and of resyncs). Resyncs and
- * unrelayed events are `logTo`'s lines. Call `stop()` before closing the fleet: a shutdown is not
- * an outage, and nothing is logged about Redis after it.
+ * (serving its local streams meanwhile, without the folder's changes: only the holder of the watch
+ * lease publishes them, and nobody holds it for this node before Redis answers), then when Redis
+ * first answers, when this node takes the folder-watch lease and when it lets it go, when Redis
+ * becomes unreachable and when it is back (with the running totals of hub events that waited in
+ * the outbox, that never reached Redis, and of resyncs). Resyncs and unrelayed events are
+ * `logTo`'s lines. Call `stop()` before closing the fleet: a shutdown is not an outage, and nothing
+ * is logged about Redis after it (nor does a connection the shutdown ends call `giveUp`).
  * @internal
  */
 export function logFleet(fleet: ReferenceFleet, redis: string, logger: Logger, options: FleetLogOptions): { stop(): void } {
@@ -32,7 +34,12 @@ export function logFleet(fleet: ReferenceFleet, redis: string, logger: Logger, o
     if (!stopped) logger[level](fields, message);
   };
   say('info', { event: 'fleet_node', nodeId: fleet.nodeId, redis: where }, `fleet node ${fleet.nodeId}: hub events, legacy sessions and the listen cap are shared through Redis at ${where}`);
-  if (!fleet.sessionBus.connected) say('warn', { event: 'redis_waiting', redis: where }, `waiting for Redis at ${where}; local streams are served meanwhile`);
+  if (!fleet.sessionBus.connected) {
+    say('warn', { event: 'redis_waiting', redis: where }, `waiting for Redis at ${where}; local streams are served meanwhile, without the folder's changes until this node holds the watch lease`);
+  }
+  const giveUp = (message: string) => {
+    if (!stopped) options.giveUp(message);
+  };
   const waiting = setInterval(() => {
     const seconds = Math.round((Date.now() - started) / 1000);
     say('warn', { event: 'redis_waiting', redis: where, waitedMs: Date.now() - started }, `still waiting for Redis at ${where} (${seconds} s)`);
@@ -40,7 +47,7 @@ export function logFleet(fleet: ReferenceFleet, redis: string, logger: Logger, o
   const deadline =
     options.timeout === undefined
       ? undefined
-      : setTimeout(() => options.giveUp(`Redis at ${where} did not answer within ${options.timeout} ms (--redis-timeout); is it running?`), options.timeout).unref();
+      : setTimeout(() => giveUp(`Redis at ${where} did not answer within ${options.timeout} ms (--redis-timeout); is it running?`), options.timeout).unref();
   Promise.all([fleet.bus.ready(), fleet.sessionStore.ready(), fleet.eventLog.ready(), fleet.sessionBus.ready()]).then(
     () => {
       clearInterval(waiting);
@@ -48,17 +55,23 @@ export function logFleet(fleet: ReferenceFleet, redis: string, logger: Logger, o
       const afterMs = Date.now() - started;
       say('info', { event: 'redis_connected', redis: where, afterMs }, `connected to Redis at ${where} after ${afterMs} ms: this node is part of the fleet`);
     },
-    (error: unknown) => options.giveUp(`the fleet could not start on ${where}: ${error instanceof Error ? error.message : String(error)}`),
+    (error: unknown) => giveUp(`the fleet could not start on ${where}: ${error instanceof Error ? error.message : String(error)}`),
   );
   const subscriptions: Subscription[] = [];
+  // The lease is news when this node takes it and when it lets it go; not holding it from the start
+  // says nothing about who does (before Redis answers, nobody may).
+  let held = false;
   subscriptions.push(
-    fleet.lease.held$.subscribe((held) =>
-      say(
-        'info',
-        { event: 'watch_lease', held },
-        held ? 'watch lease held: this node publishes the folder\'s changes to the fleet' : 'watch lease not held: another node publishes the folder\'s changes',
-      ),
-    ),
+    fleet.lease.held$.subscribe((now) => {
+      if (now === held) return;
+      held = now;
+      if (now) return say('info', { event: 'watch_lease', held }, "watch lease held: this node publishes the folder's changes to the fleet");
+      if (!fleet.sessionBus.connected) {
+        // Fleet.publishes: it carries on until Redis is back, its outbox relays what it publishes.
+        return say('info', { event: 'watch_lease', held, carrying: true }, "watch lease not held: it lapsed while Redis is unreachable; this node goes on publishing the folder's changes, the other nodes hear them once Redis is back");
+      }
+      say('info', { event: 'watch_lease', held }, "watch lease not held: another node publishes the folder's changes");
+    }),
   );
   let heard = false;
   subscriptions.push(
@@ -69,7 +82,8 @@ export function logFleet(fleet: ReferenceFleet, redis: string, logger: Logger, o
         const { queued, unrelayed, resyncs } = fleet.bus.stats;
         say('info', { event: 'redis_back', redis: where, queued, unrelayed, resyncs }, `Redis at ${where} is reachable again: the outbox is sent (queued ${queued}, unrelayed ${unrelayed}, resyncs ${resyncs})`);
       } else if (heard) {
-        say('warn', { event: 'redis_down', redis: where }, `Redis at ${where} is unreachable: local streams go on, hub events wait in the outbox, legacy session requests answer -32603 until it is back`);
+        const folder = fleet.lease.held ? "this node goes on publishing the folder's changes" : "the folder's changes published elsewhere reach them once it is back";
+        say('warn', { event: 'redis_down', redis: where }, `Redis at ${where} is unreachable: local streams go on (${folder}), hub events wait in the outbox, legacy session requests answer -32603 until it is back`);
       }
     }),
   );
