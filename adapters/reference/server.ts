@@ -80,12 +80,17 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   // that its own URL is known (the resource tokens are issued for, unless `resource` says otherwise).
   const { port, host } = resolveReferenceOptions(options);
   let serve: http.RequestListener | undefined;
+  // Requests that arrive while the rest opens (a client quicker than the ready line, a connection
+  // node:cluster hands a worker as soon as it listens) wait for it: answered once it is open, never
+  // refused for starting (a restarted worker would refuse its share of a machine's clients).
+  let early: [http.IncomingMessage, http.ServerResponse][] | undefined = [];
   // Slow headers are cut by node:http, slow bodies by the endpoint's bodyTimeout, and a request
   // answered before its body arrived closes its connection (whenParsed, answerHeaders):
   // requestTimeout 0 leaves no request holding a socket without a stream.
   const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 0 }, (req, res) => {
     if (serve !== undefined) return serve(req, res);
-    whenParsed(req, () => res.writeHead(503, answerHeaders(req, { 'Content-Type': 'text/plain', 'Retry-After': '1' })).end('starting\n'));
+    if (early !== undefined) return void early.push([req, res]);
+    whenParsed(req, () => res.writeHead(503, answerHeaders(req, { 'Content-Type': 'text/plain', 'Retry-After': '1' })).end('the server could not start\n'));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -101,6 +106,9 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
   try {
     core = await openReference(options, url);
   } catch (error) {
+    const waiting = early ?? [];
+    early = undefined;
+    for (const [req, res] of waiting) whenParsed(req, () => res.writeHead(503, answerHeaders(req, { 'Content-Type': 'text/plain', 'Retry-After': '1' })).end('the server could not start\n'));
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw error;
   }
@@ -115,6 +123,9 @@ export async function startReferenceServer(options: ReferenceServerOptions = {})
     if (pathname === '/mcp' || pathname === '/' || metadataPaths.includes(pathname)) return handle(req, res);
     whenParsed(req, () => res.writeHead(404, answerHeaders(req, { 'Content-Type': 'text/plain' })).end('not found: the MCP endpoint is /mcp\n'));
   };
+  const waiting = early;
+  early = undefined;
+  for (const [req, res] of waiting) serve(req, res);
 
   let closing: Promise<void> | undefined;
   let handedOver: Promise<void> = Promise.resolve();
