@@ -17,6 +17,7 @@ import { PROTOCOL_OPTIONS, PROTOCOL_SETTINGS } from '../protocol/options.js';
 import { HTTP_SETTINGS } from '../adapters/http/options.js';
 import { FILE_SETTINGS } from '../adapters/reference/fileOptions.js';
 import { FLEET_SETTINGS } from '../adapters/reference/fleet.js';
+import { AUTH_SETTINGS } from '../adapters/reference/auth.js';
 import { REFERENCE_SETTINGS, REFERENCE_TABLES, resolveReferenceOptions } from '../adapters/reference/options.js';
 import { McpEndpoint } from '../adapters/http/endpoint.js';
 import { Hub } from '../lib/hub.js';
@@ -321,6 +322,7 @@ const TABLES: Readonly<Record<string, AnyOptionTable>> = {
   HTTP_SETTINGS,
   FILE_SETTINGS,
   REFERENCE_SETTINGS,
+  AUTH_SETTINGS,
   FLEET_SETTINGS,
 };
 
