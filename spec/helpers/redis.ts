@@ -197,6 +197,11 @@ class Member {
     return this.child !== undefined;
   }
 
+  /** Takes the process started again on this port (after {@link kill}). */
+  revive(child: ChildProcess): void {
+    this.child = child;
+  }
+
   /** SIGKILL: a crash, not a shutdown. Resolves once the process has exited. */
   async kill(): Promise<void> {
     const running = this.child;
@@ -253,6 +258,13 @@ export interface SentinelSet {
   kill(port: number): Promise<void>;
   /** Resolves with the new primary's port once every Sentinel names one other than `old` and it answers as a primary. */
   failedOver(old: number, ms: number): Promise<number>;
+  /**
+   * Starts the data node on `port` again (after {@link kill}), empty, as a replica of the current
+   * primary; resolves once it is in sync and every Sentinel knows it as a replica.
+   */
+  restartAsReplica(port: number): Promise<void>;
+  /** A failover asked for (`SENTINEL FAILOVER`, as for maintenance): resolves with the new primary's port. */
+  failover(ms: number): Promise<number>;
   /** Stops every process and removes the temp dir. */
   close(): Promise<void>;
 }
@@ -331,6 +343,36 @@ export async function startSentinelSet(options: { readonly downAfter?: number; r
           ms,
           () => `every Sentinel to name a new primary instead of 127.0.0.1:${old}`,
         ),
+      restartAsReplica: async (port) => {
+        const primary = await primaryOf(sentinelPorts[0]!);
+        byPort(port)!.revive(await launchServer(port, dir, ['--appendonly', 'no'], ['--dbfilename', `dump-${port}.rdb`, '--replicaof', '127.0.0.1', String(primary)]));
+        await until(async () => ((await ask(port, (c) => info(c, 'replication'))).master_link_status === 'up' ? true : undefined), 10_000, () => `127.0.0.1:${port} to sync with the primary`);
+        for (const sentinel of sentinelPorts) {
+          await until(
+            () =>
+              ask(sentinel, async (client) => {
+                const replicas = ((await client.call('SENTINEL', 'REPLICAS', name)) as string[][]).map(fields);
+                return replicas.some((replica) => replica.port === String(port) && replica.flags === 'slave') ? true : undefined;
+              }),
+            15_000,
+            () => `the Sentinel on ${sentinel} to know 127.0.0.1:${port} as a replica`,
+          );
+        }
+      },
+      failover: async (ms) => {
+        const old = await primaryOf(sentinelPorts[0]!);
+        await ask(sentinelPorts[0]!, (client) => client.call('SENTINEL', 'FAILOVER', name));
+        return until(
+          async () => {
+            const named = await Promise.all(sentinelPorts.map(primaryOf));
+            if (named.some((port) => port === old || port !== named[0])) return undefined;
+            const role = await ask(named[0]!, (client) => client.call('ROLE') as Promise<[string]>);
+            return role[0] === 'master' ? named[0] : undefined;
+          },
+          ms,
+          () => `the failover asked of the Sentinels to name a new primary instead of 127.0.0.1:${old}`,
+        );
+      },
       close,
     };
   } catch (error) {
