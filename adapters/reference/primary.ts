@@ -111,7 +111,7 @@ export async function startReferencePrimary(options: ReferencePrimaryOptions): P
   const onFork = (worker: Worker) => worker.on('error', (error: Error) => say(`cluster: worker ${worker.id}: ${error.message}`));
   cluster.on('fork', onFork);
   let delay = RESTART_DELAY;
-  // A worker listens before its endpoint opens (it answers 503 meanwhile): it counts once it serves.
+  // A worker listens before its endpoint opens (requests wait for it meanwhile): it counts once it serves.
   const addresses = new Map<Worker, { address: string; port: number }>();
   const listening = new Set<Worker>();
   let started: (url: string) => void;

@@ -20,8 +20,8 @@ function messageOf(value: unknown): Message | undefined {
 }
 
 /**
- * In a worker: tells the primary that this worker serves (its endpoint is open: before that it
- * answers 503), and answers the primary's questions with `answer` from then on.
+ * In a worker: tells the primary that this worker serves (its endpoint is open: requests that came
+ * before waited for it), and answers the primary's questions with `answer` from then on.
  * @returns stops answering.
  * @internal
  */
