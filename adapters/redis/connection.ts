@@ -32,11 +32,13 @@ const closing = new WeakSet<RedisConnection>();
  * `ready` / `lost` transitions on {@link redisChannels.connection}, and `closed` when it is closed
  * on purpose ({@link closeConnection}: a shutdown is not an outage).
  *
- * Behind Sentinels, a connection that finds its primary demoted (a `READONLY` reply, a blocked read
- * `UNBLOCKED` by the role change: a failover asked for with `SENTINEL FAILOVER`) reconnects, which
- * asks the Sentinels for the new primary; a primary that dies drops the connection, with the same
- * effect. On a Cluster, a command is sent to the node of its key's slot and follows the slot when
- * it moves (a replica promoted after its primary failed).
+ * Behind Sentinels, a connection that loses its primary (it died, or was demoted: Redis closes its
+ * clients' connections then) asks the Sentinels for the new one when it reconnects; one that gets
+ * a `READONLY` reply, or a blocked read `UNBLOCKED` by the role change, reconnects too. On a
+ * Cluster, a command is sent to the node of its key's slot and follows the slot when it moves (a
+ * replica promoted after its primary failed); the map of slots is read again every second and
+ * whenever a node cannot be reached; a connection whose commands are sent once (`sentOnce`) is a
+ * {@link SentOnceCluster}.
  */
 export function openConnection(target: RedisTarget, component: RedisComponent, role: string, overrides: RedisOptions): RedisConnection {
   const resolved = resolveTarget(target);
@@ -121,8 +123,8 @@ function clusterOptions(base: ClusterOptions, overrides: RedisOptions): ClusterO
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
     ...(retryStrategy === undefined ? {} : { clusterRetryStrategy: retryStrategy }),
-    // Nor retried after a CLUSTERDOWN: a retry waits in a queue while newer commands pass it, so
-    // that the commands of a slot would no longer run in the order they were sent.
+    // Not retried after a CLUSTERDOWN either: a retry waits in a queue while newer commands pass
+    // it, so that the commands of a slot would no longer run in the order they were sent.
     ...(perNode.autoResendUnfulfilledCommands === false ? { retryDelayOnFailover: 0, retryDelayOnClusterDown: 0 } : {}),
     redisOptions: { ...base.redisOptions, ...perNode },
   };
