@@ -41,6 +41,13 @@ const NOT_RUN: Readonly<Record<string, string>> = {
   'cors-origins': 'its default (none: no CORS) is its absence',
   'metrics-port': 'its default (off) is its absence; given as the prerequisite of --metrics-host below',
   'admin-token': 'its default (none: no admin endpoints) is its absence',
+  issuer: 'its default (none: no authorization server) is its absence; given, it needs a real authorization server (spec/auth/reference.spec.ts)',
+  resource: 'only with --issuer (spec/auth/reference.spec.ts); its default is the listening URL',
+  'jwks-url': "only with --issuer; its default is the issuer metadata's jwks_uri",
+  'required-scopes': 'only with --issuer; its default (none) is its absence',
+  'introspection-url': 'its default (none: tokens are JWTs) is its absence; given, it needs an introspection endpoint (spec/auth/reference.spec.ts)',
+  'introspection-client-id': 'only with --introspection-url',
+  'introspection-client-secret': 'only with --introspection-url',
   upstream: 'its default (none) is its absence; given, it needs an upstream MCP server (spec/upstream/)',
 };
 
