@@ -36,7 +36,7 @@ test('serve --upstream: the folder and two upstreams (HTTP, stdio) on one endpoi
         await until(() => updated.includes(a), 'the HTTP upstream\'s update');
         await fs.writeFile(path.join(stdioDir, 'b.txt'), 'b2');
         await until(() => updated.includes(b), 'the stdio upstream\'s update', START_MS);
-        await fs.writeFile(path.join(dir, 'notes.md'), '# notes, again');
+        await fs.writeFile(path.join(ownDir, 'notes.md'), '# notes, again');
         await until(() => updated.includes(own), 'the folder\'s own update');
         const read = await client.readResource({ uri: b });
         deepStrictEqual(read.contents.map((entry) => [entry.uri, 'text' in entry ? entry.text : undefined]), [[b, 'b2']]);
