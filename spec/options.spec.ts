@@ -19,6 +19,7 @@ import { FILE_SETTINGS } from '../adapters/reference/fileOptions.js';
 import { FLEET_SETTINGS } from '../adapters/reference/fleet.js';
 import { AUTH_SETTINGS } from '../adapters/reference/auth.js';
 import { REFERENCE_SETTINGS, REFERENCE_TABLES, resolveReferenceOptions } from '../adapters/reference/options.js';
+import { SERVED_UPSTREAMS } from '../adapters/upstream/served.js';
 import { McpEndpoint } from '../adapters/http/endpoint.js';
 import { Hub } from '../lib/hub.js';
 
@@ -324,6 +325,7 @@ const TABLES: Readonly<Record<string, AnyOptionTable>> = {
   REFERENCE_SETTINGS,
   AUTH_SETTINGS,
   FLEET_SETTINGS,
+  SERVED_UPSTREAMS,
 };
 
 test('every declared default passes its own check, and the default --help shows reads back to it', () => {

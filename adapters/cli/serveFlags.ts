@@ -108,7 +108,7 @@ export const SERVE: Command = {
   summary:
     'Runs the reference MCP server: a directory served as resources, its changes pushed to subscriptions/listen streams and legacy GET streams. ' +
     'Prints one line on stdout when it listens (and the metrics URL); logs what it does on stderr.',
-  flags: [...flagsOf(SERVE_START), ...REFERENCE_TABLES.flatMap((table) => flagsOf(table)), ...flagsOf(SERVE_OPERATE), HELP],
+  flags: [...flagsOf(SERVE_START), ...REFERENCE_TABLES.flatMap((table) => flagsOf(table, { upstream: { multiple: true } })), ...flagsOf(SERVE_OPERATE), HELP],
   positionals: false,
 };
 

@@ -11,6 +11,7 @@ import type { ClusterWorker } from '../cluster/worker.js';
 import { McpEndpoint } from '../http/endpoint.js';
 import { localhostHosts } from '../http/hostCheck.js';
 import type { Logger } from '../logTo.js';
+import type { UpstreamGateway } from '../upstream/gateway.js';
 import { referenceAuthenticate } from './auth.js';
 import { Catalog } from './catalog.js';
 import { ensureDemoData, FileResources } from './files.js';
@@ -68,7 +69,9 @@ export async function openReference(options: ReferenceServerOptions = {}, url?: 
     await fleet?.close();
     throw error;
   };
-  const canRead = (uri: string, { auth }: RequestContext) => files.canRead(uri, auth.scopes);
+  // Other MCP servers served beside the folder (--upstream): their URIs are the gateway's to decide.
+  const gateway = await servedUpstreams(resolved, hub).catch(abort);
+  const canRead = (uri: string, { auth }: RequestContext) => gateway?.owns(uri) === true || files.canRead(uri, auth.scopes);
   const catalog = new Catalog(files);
   // Bound to a loopback address, the server refuses DNS-rebinding requests (foreign Host or Origin).
   const loopback = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host) || host.startsWith('127.');
@@ -82,23 +85,36 @@ export async function openReference(options: ReferenceServerOptions = {}, url?: 
       capabilities: { tools: true, prompts: true, resources: true },
       authenticate,
       canRead,
-      methods: methods(files, catalog),
+      methods: gateway === undefined ? methods(files, catalog) : gateway.methods(methods(files, catalog)),
       ...(fleet === undefined
         ? {}
         : { principals: fleet.principals, sessionStore: fleet.sessionStore, eventLog: fleet.eventLog, sessionBus: fleet.sessionBus }),
       ...worker?.endpointOptions,
       serverInfo: SERVER_INFO,
       // Legacy resources/subscribe: files and folders (collections) that exist, changes pushed by the watcher.
-      resourceProviders: [hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead, templates: () => fileTemplates(files) })],
+      resourceProviders: [
+        ...(gateway === undefined ? [] : [gateway.resources]),
+        hubResources(hub, { subscribable: (uri) => files.isSubscribable(uri), canRead, templates: () => fileTemplates(files) }),
+      ],
       ...(loopback ? { allowedHosts: [...localhostHosts, host], allowedOrigins: [...localhostHosts, host] } : {}),
     });
   } catch (error) {
+    gateway?.close();
     return abort(error);
   }
   // Published by this process, or by the holder of the folder's watch lease, which catches up at each takeover.
   const watching = publishFolder(files, hub, catalog, { fleet, worker });
+  // Whichever way the server closes (HTTP, stdio), the upstreams close with the folder's watch.
+  if (gateway !== undefined) watching.add(() => gateway.close());
 
   return { options: resolved, hub, endpoint, files, fleet, worker, watching, createdDemoData, abort };
+}
+
+/** The gateway over `upstream` (mcp-rx-streams/upstream is loaded only then); none without upstreams. */
+async function servedUpstreams({ upstreams: { upstream = [], ackTimeout, failMode, requestTimeout } }: ResolvedReferenceOptions, hub: Hub): Promise<UpstreamGateway | undefined> {
+  if (upstream.length === 0) return undefined;
+  const { upstreamGateway } = await import('../upstream/gateway.js');
+  return upstreamGateway({ hub, upstreams: upstream, ackTimeout, failMode, requestTimeout });
 }
 
 /** Joins the machine's cluster (mcp-rx-streams/cluster is loaded only then). */

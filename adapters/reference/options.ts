@@ -10,6 +10,7 @@ import { SESSION_OPTIONS, type SessionOptions } from '../../protocol/legacy/sess
 import { PROTOCOL_SETTINGS, type ProtocolSettings } from '../../protocol/options.js';
 import { HTTP_SETTINGS, type HttpSettings } from '../http/options.js';
 import type { Logger } from '../logTo.js';
+import { SERVED_UPSTREAMS, type ServedUpstreams, type UpstreamList } from '../upstream/served.js';
 import { AUTH_SETTINGS, type AuthSettings, checkAuthSettings } from './auth.js';
 import { FILE_SETTINGS, type FileSettings } from './fileOptions.js';
 import { FLEET_SETTINGS, type FleetSettings } from './fleet.js';
@@ -70,7 +71,14 @@ export interface ReferenceServerOptions
     AuthSettings,
     Partial<FileSettings>,
     Partial<EndpointSettings>,
-    Partial<FleetSettings> {
+    Partial<FleetSettings>,
+    Omit<Partial<ServedUpstreams>, 'upstream'> {
+  /**
+   * Other MCP servers served beside the folder (docs/gateway.md): each `NAME=URL` (`URL` http(s) or
+   * `stdio:COMMAND…`) or `UpstreamOptions`, its resources as `upstream://NAME/<its URI>`, its change
+   * notifications in both eras; `ackTimeout`, `failMode` and `requestTimeout` are the gateway's. Default: none.
+   */
+  readonly upstream?: UpstreamList;
   /**
    * Run as one worker of a machine's `node:cluster` whose primary runs `clusterPrimary()` (what
    * `serve --workers N` does): the hub, the caps, the legacy sessions and their replay logs are the
@@ -96,7 +104,7 @@ const ENDPOINT_TABLES: readonly AnyOptionTable[] = [LISTEN_OPTIONS, STREAM_LIMIT
  * flag per option (but those marked `flag: false`).
  * @internal
  */
-export const REFERENCE_TABLES: readonly AnyOptionTable[] = [REFERENCE_SETTINGS, AUTH_SETTINGS, FILE_SETTINGS, ...ENDPOINT_TABLES, FLEET_SETTINGS];
+export const REFERENCE_TABLES: readonly AnyOptionTable[] = [REFERENCE_SETTINGS, AUTH_SETTINGS, FILE_SETTINGS, SERVED_UPSTREAMS, ...ENDPOINT_TABLES, FLEET_SETTINGS];
 
 /** Every option name {@link ReferenceServerOptions} has: any other key is refused. */
 const REFERENCE_OPTIONS: readonly string[] = [...REFERENCE_TABLES.flatMap((table) => Object.keys(table)), 'cluster', 'logger'];
@@ -106,6 +114,8 @@ export interface ResolvedReferenceOptions extends ReferenceSettings, FleetSettin
   /** Who may call it beside `tokenSecret`: an authorization server's tokens. */
   readonly auth: AuthSettings;
   readonly files: FileSettings;
+  /** The upstreams served beside the folder, and the gateway's settings. */
+  readonly upstreams: ServedUpstreams;
   readonly endpoint: EndpointSettings;
   readonly cluster: boolean;
   readonly logger: Logger | undefined;
@@ -137,5 +147,6 @@ export function resolveReferenceOptions(options: ReferenceServerOptions): Resolv
   if (options.logger !== undefined) implementing('logger', options.logger, ['info', 'warn', 'error', 'debug'], 'a Logger (pino, or any object with info, warn, error and debug)');
   const files = readOptions(FILE_SETTINGS, options);
   const endpoint = Object.assign({}, ...ENDPOINT_TABLES.map((table) => readOptions(table, options))) as EndpointSettings;
-  return { ...own, ...fleet, auth, files, endpoint, cluster, logger: options.logger };
+  const upstreams = readOptions(SERVED_UPSTREAMS, options);
+  return { ...own, ...fleet, auth, files, upstreams, endpoint, cluster, logger: options.logger };
 }
