@@ -388,6 +388,10 @@ const ENTRIES: readonly Entry[] = [
         { what: 'an endpoint instead of the gateway', call: () => metrics.collectUpstreamMetrics(new Registry(), endpoint as never), option: 'collectUpstreamMetrics gateway', says: /upstreamGateway\(/ },
         { what: 'a prefix Prometheus cannot name with', call: () => metrics.collectUpstreamMetrics(new Registry(), gateway, { prefix: 'my-app.' }), option: 'prefix' },
       ],
+      collectClusterMetrics: [
+        { what: 'no registry', call: () => metrics.collectClusterMetrics(undefined as never, {} as never), option: 'collectClusterMetrics registry' },
+        { what: 'a plain object instead of the primary', call: () => metrics.collectClusterMetrics(new Registry(), {} as never), option: 'collectClusterMetrics primary' },
+      ],
     },
     notFactories: {},
   },
