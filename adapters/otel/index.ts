@@ -2,7 +2,7 @@
 // instruments of `mcp-rx-streams/metrics`), and a span per listen admission carrying the request's
 // trace context, through @opentelemetry/api (an optional peer dependency).
 import type { Attributes, BatchObservableResult, Context, Meter, Span, SpanContext, Tracer } from '@opentelemetry/api';
-import type { McpEndpoint } from '../http/endpoint.js';
+import { httpStatus, type McpEndpoint } from '../http/endpoint.js';
 import type { UpstreamGateway } from '../upstream/gateway.js';
 import { UPSTREAM_STATES } from '../upstream/telemetry.js';
 import { channels, queueTotals, type ListenTrace, type TraceEvent } from '../../lib/telemetry.js';
@@ -10,7 +10,6 @@ import { MODERN_PROTOCOL_VERSION } from '../../lib/protocol.js';
 import { endpoint as validEndpoint, implementing, oneOf, options as validOptions, string } from '../../lib/validate.js';
 import { requirePeer } from '../peer.js';
 import { followMetricEvents, once } from '../metricEvents.js';
-import { httpStatus } from '../http/status.js';
 
 export { MissingPeerDependencyError } from '../peer.js';
 
