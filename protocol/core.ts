@@ -15,7 +15,8 @@ import { hubResources } from '../lib/resources.js';
 import { MemorySessionStore, type SessionStore } from '../lib/session.js';
 import { StreamSlots } from '../lib/slots.js';
 import { reportError } from '../lib/telemetry.js';
-import { listenPlans, type ListenPlans, reportDrop } from '../operators/listenPipeline.js';
+import { listenPlans, type ListenPlans } from '../operators/listenPipeline.js';
+import { reportDrop } from '../operators/streamTelemetry.js';
 import { sessionPlans } from '../operators/sessionPipeline.js';
 import { ResourceAccess } from './authorize.js';
 import { type Answer, capacityRefusal, errorAnswer, resultAnswer, shutdownRefusal, type StreamAnswer } from './answer.js';
@@ -28,6 +29,7 @@ import type { LiveSession } from './legacy/liveSession.js';
 import { placementOf } from './legacy/placement.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
 import { ListenStreams } from './listen.js';
+import { type ChannelEnd, type ChannelHold, OpenChannels } from './openChannels.js';
 import type { ProtocolOptions, ResolvedProtocolOptions } from './options.js';
 import { ProviderFeeds } from './providerFeeds.js';
 import { principalArgument, reasonArgument, revokePrincipal, type RevokeResult } from './revoke.js';
@@ -131,6 +133,8 @@ export class ProtocolCore {
   readonly #feeds: ProviderFeeds;
   /** The credentials of open streams that are checked again while they are open (`AuthInfo.recheck`), both eras. */
   readonly #credentials: CredentialChecks;
+  /** The message channels open on the core, each ended when its credential ends. */
+  readonly #channels: OpenChannels;
   /** What every listen on a transport shares: HTTP's, and message channels' (closing frames never dropped). */
   readonly #plans: Readonly<Record<Caller['transport'], ListenPlans>>;
   /** The built-in `server/discover` result. */
@@ -165,6 +169,7 @@ export class ProtocolCore {
     this.access = new ResourceAccess({ providers, canRead: options.canRead, subscribeHook: options.subscribeHook });
     this.#feeds = new ProviderFeeds(this.hub);
     this.#credentials = new CredentialChecks(scheduler);
+    this.#channels = new OpenChannels(scheduler, this.#credentials);
     // What every listen stream of a transport shares, made once (each operator's own plan). A
     // channel's differ in one thing only: a stream that closes while its channel is not reading
     // keeps its closing frames in the channel's buffer (`stalledEnd: 'control'`), since dropping
@@ -216,6 +221,7 @@ export class ProtocolCore {
             eventLog: options.eventLog ?? (() => new ReplayBuffer(sessionOptions.replayBufferSize)),
             bus: options.sessionBus,
             placement: placementOf(options.sessionBus, store),
+            channels: this.#channels,
             capacityRetryAfter: this.capacityRetryAfter,
           });
   }
@@ -283,7 +289,16 @@ export class ProtocolCore {
 
   /** See `McpEndpoint.revoke`. */
   async revoke(principal: string, reason: CloseReason = 'revoked'): Promise<RevokeResult> {
-    return revokePrincipal(this.#listens, this.#legacy, principalArgument(principal), reasonArgument(reason));
+    return revokePrincipal(this.#listens, this.#legacy ?? this.#channels, principalArgument(principal), reasonArgument(reason));
+  }
+
+  /**
+   * Holds a message channel authenticated as `auth` (once, when it opened) until the front releases
+   * it: the core ends it through `channel.end` when that credential ends (expiry, a recheck that
+   * finds it inactive, a revoke of its principal), see {@link OpenChannels}.
+   */
+  holdChannel(auth: AuthInfo, channel: ChannelEnd): ChannelHold {
+    return this.#channels.hold(auth, channel);
   }
 
   /** See `McpEndpoint.pruneSessions`. */

@@ -5,12 +5,13 @@ import { InvalidOptionError, McpRxError } from '../lib/errors.js';
 import { isCloseReason, type CloseReason } from '../lib/frame.js';
 import type { LegacySessions } from './legacy/sessions.js';
 import type { ListenStreams } from './listen.js';
+import { OpenChannels } from './openChannels.js';
 
 /** What `McpEndpoint.revoke` ended on this node. */
 export interface RevokeResult {
   /** Listen streams of the principal that were open on this node and got their closing frames. */
   readonly streams: number;
-  /** Legacy sessions of the principal this node held and ended (their GET streams with them). */
+  /** Legacy sessions of the principal this node held and ended (their GET streams with them), a message channel's after its `initialize` among them. */
   readonly sessions: number;
 }
 
@@ -52,9 +53,10 @@ export function reasonArgument(reason: unknown): CloseReason {
  * `reason` for listens; GET streams end and sessions are removed), on the other nodes through the
  * cap and the session bus. @internal
  */
-export async function revokePrincipal(listens: ListenStreams, legacy: LegacySessions | undefined, principal: string, reason: CloseReason): Promise<RevokeResult> {
+export async function revokePrincipal(listens: ListenStreams, legacy: LegacySessions | OpenChannels, principal: string, reason: CloseReason): Promise<RevokeResult> {
   const listened = listens.revoke(principal, reason);
-  const ended = legacy === undefined ? { sessions: 0 } : await legacy.revoke(principal, reason);
+  // The legacy sessions end the principal's channels with theirs; without them, the channels alone.
+  const ended = legacy instanceof OpenChannels ? { sessions: legacy.revoke(principal, reason) } : await legacy.revoke(principal, reason);
   const { sessions } = ended;
   let failure = ended.relayFailure;
   try {

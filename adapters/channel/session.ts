@@ -4,7 +4,7 @@ import { AuthError, type AuthInfo } from '../../lib/auth.js';
 import type { Broadcast } from '../../lib/broadcast.js';
 import type { EndpointRequest, RequestContext } from '../../lib/context.js';
 import { messageJson } from '../../lib/encode.js';
-import type { Frame } from '../../lib/frame.js';
+import type { CloseReason, Frame } from '../../lib/frame.js';
 import { Refusal } from '../../lib/refusal.js';
 import { ErrorCode, JsonRpcError, type JsonRpcId } from '../../lib/jsonrpc.js';
 import { LeanSubscriber } from '../../lib/subscribers.js';
@@ -12,6 +12,7 @@ import { reportError } from '../../lib/telemetry.js';
 import { endpoint as validEndpoint, implementing, options as validOptions } from '../../lib/validate.js';
 import type { ChannelSubscriptions } from '../../protocol/channelSubscriptions.js';
 import type { Caller, ProtocolCore } from '../../protocol/core.js';
+import type { ChannelHold } from '../../protocol/openChannels.js';
 import type { McpEndpoint } from '../http/endpoint.js';
 import { type Envelope, InvalidParams, parseEnvelope } from '../../protocol/envelope.js';
 import type { Answer } from '../../protocol/answer.js';
@@ -24,7 +25,9 @@ export interface ServeChannelOptions {
   /**
    * Who is on the other end, decided once for the channel's life: its principal (what
    * `maxListensPerPrincipal` counts), its scopes (what `canRead` sees) and its credential's expiry
-   * (its listens close then, `token_expired`). A function is called once, as serving starts; a
+   * and recheck. Since nothing checks it again, the channel ends with it: at `expiresAt` its listens
+   * close (`token_expired`) and then the channel; likewise when `recheck` finds it inactive or
+   * `endpoint.revoke` names its principal (`revoked`). A function is called once, as serving starts; a
    * throw ends the channel before anything is read. Default: a principal of its own,
    * `channel:<random UUID>`, with no scopes (stdio: `stdio`, see `serveStdio`).
    */
@@ -137,6 +140,8 @@ class ChannelServer implements ChannelSession {
   #ended = false;
   #resolveClosed!: () => void;
   #incoming: Subscription | undefined;
+  /** The channel's place in the core, which ends the channel when its credential ends. */
+  #hold: ChannelHold | undefined;
   #drain: Subscription | undefined;
   /** Messages that arrived while the channel's principal was being decided. */
   #early: ChannelInput[] | undefined = [];
@@ -169,6 +174,7 @@ class ChannelServer implements ChannelSession {
       (auth) => {
         if (this.#ended) return;
         this.#context = { auth, request: this.#options.request ?? CHANNEL_REQUEST };
+        this.#hold = this.#core.holdChannel(auth, this);
         const early = this.#early ?? [];
         this.#early = undefined;
         for (const input of early) this.#receive(input);
@@ -187,6 +193,21 @@ class ChannelServer implements ChannelSession {
     return typeof given === 'function' ? given() : given;
   }
 
+  /** True once `initialize` made the channel a legacy session (what the core counts as a session at a revoke). */
+  get legacy(): boolean {
+    return this.#legacy !== undefined;
+  }
+
+  /**
+   * The core: the channel's credential ended (expired, rechecked inactive, its principal revoked).
+   * Its listens got their closing frames from the core in this turn; the channel closes after them,
+   * at the next turn (its legacy subscriptions end with it: nothing would refuse the credential again).
+   */
+  end(_reason: CloseReason): void {
+    if (this.#ended) return;
+    setImmediate(() => this.close());
+  }
+
   close(): void {
     if (this.#ended) return;
     this.#end();
@@ -202,6 +223,7 @@ class ChannelServer implements ChannelSession {
     if (this.#ended) return;
     this.#ended = true;
     this.#early = undefined;
+    this.#hold?.release();
     this.#incoming?.unsubscribe();
     this.#drain?.unsubscribe();
     for (const entry of Array.from(this.#listens.values())) {

@@ -1,5 +1,6 @@
 import type { SchedulerLike } from 'rxjs';
 import type { ServerCapabilities } from '../../lib/filter.js';
+import type { CloseReason } from '../../lib/frame.js';
 import type { Hub } from '../../lib/hub.js';
 import { defaultsOf, option, resolveOptions, type OptionTable } from '../../lib/optionTable.js';
 import type { ServerInfo } from '../../lib/protocol.js';
@@ -123,4 +124,6 @@ export interface LegacySessionsInit {
   readonly placement: Placement;
   /** Milliseconds an `initialize` refused at `maxSessions` is told to wait (`capacityRetryAfter`). */
   readonly capacityRetryAfter: number;
+  /** The message channels of the node: a revoke (here or relayed by `bus`) ends its principal's channels too. */
+  readonly channels?: { revoke(principal: string, reason: CloseReason): number };
 }

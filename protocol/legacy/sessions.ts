@@ -362,12 +362,15 @@ export class LegacySessions {
    * then their records; `failure` when a record could not be removed (the store is unreachable).
    */
   async #revokeHere(principal: string, reason: CloseReason): Promise<{ readonly sessions: number; readonly failure?: { readonly cause: unknown } }> {
+    // A channel is a session too (after its initialize), whose credential nothing would check again.
+    const channels = this.#init.channels?.revoke(principal, reason) ?? 0;
     const own = this.#byPrincipal.get(principal);
-    if (own === undefined) return { sessions: 0 };
+    if (own === undefined) return { sessions: channels };
     const sessions = [...own];
     const removals = await Promise.all(sessions.map((session) => settle(() => this.end(session, 'revoked', reason))));
     const failure = removals.find((removal) => removal !== undefined);
-    return failure === undefined ? { sessions: sessions.length } : { sessions: sessions.length, failure };
+    const count = sessions.length + channels;
+    return failure === undefined ? { sessions: count } : { sessions: count, failure };
   }
 
   /**

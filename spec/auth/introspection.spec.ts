@@ -17,7 +17,7 @@ import { nodeHandler } from '../../adapters/http/node.js';
 import { AuthError, type AuthInfo, AuthUnavailableError } from '../../lib/auth.js';
 import type { EndpointRequest } from '../../lib/context.js';
 import { Hub } from '../../lib/hub.js';
-import { Peer } from '../helpers/channel.js';
+import { Peer, until } from '../helpers/channel.js';
 import { LISTEN_HEADERS, listenBody, SseConnection } from '../helpers/http.js';
 import { GetStream, initialize, send } from '../helpers/legacy.js';
 import { RS_CLIENT, type AuthServer, startAuthServer } from '../helpers/authServer.js';
@@ -158,7 +158,7 @@ async function protectedServer(): Promise<{ url: string; wsUrl: string; endpoint
   };
 }
 
-test('revoked while streaming: a listen over HTTP, a legacy GET stream and a listen over WebSocket end at the next check, the listens with their closing frames', async () => {
+test('revoked while streaming: a listen over HTTP, a legacy GET stream, a listen and a legacy session over WebSocket end at the next check, the listens with their closing frames, the WebSockets closed', async () => {
   const server = await protectedServer();
   try {
     const token = await as.token({ resource: server.url, format: 'opaque' });
@@ -173,6 +173,12 @@ test('revoked while streaming: a listen over HTTP, a legacy GET stream and a lis
     const peer = new Peer(webSocketChannel(socket));
     peer.send({ jsonrpc: '2.0', id: 9, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true } } });
     await peer.next((message) => message.method === 'notifications/subscriptions/acknowledged', 'the WebSocket ack');
+    // A legacy session over WebSocket: the channel is the session, authenticated once at the upgrade.
+    const legacySocket = new WebSocket(server.wsUrl, { headers: bearer });
+    const legacyPeer = new Peer(webSocketChannel(legacySocket));
+    const init = await legacyPeer.request(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'spec', version: '1' } });
+    assert.equal(init.result.protocolVersion, '2025-11-25');
+    assert.deepEqual((await legacyPeer.request(2, 'resources/subscribe', { uri: 'file:///notes/today.md' })).result, {});
     // Checked and still active: nothing ends.
     await new Promise((resolve) => setTimeout(resolve, 450));
     assert.equal(listen.ended, false);
@@ -190,6 +196,8 @@ test('revoked while streaming: a listen over HTTP, a legacy GET stream and a lis
     const result = await peer.next((message) => message.id === 9 && message.result !== undefined, 'the WebSocket listen result');
     assert.deepEqual(result.result, { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 9 } });
     assert.ok(peer.received.some((message) => message.method === 'notifications/cancelled' && message.params.reason === 'revoked'));
+    // Nothing would refuse a WebSocket's credential again: both sockets close (the legacy one with its subscription).
+    await until(() => peer.ended && legacyPeer.ended, 'both WebSockets closed by the server', 3_000);
     // The token is refused from now on, the session is gone.
     const after = await send(server.url, 'POST', { ...LISTEN_HEADERS, ...bearer }, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'server/discover' }));
     assert.equal(after.status, 401);
