@@ -1,18 +1,18 @@
 import { from, type Observable, type OperatorFunction, type SchedulerLike } from 'rxjs';
 import { Clock } from '../lib/clock.js';
-import { acknowledgedNotification, filterNames, type ListenFilter } from '../lib/filter.js';
-import { controlFrame, type CloseReason, type Frame, type MessageFrame } from '../lib/frame.js';
+import { acknowledgedNotification, filterNames, type FilterName, type ListenFilter } from '../lib/filter.js';
+import { controlFrame, type Frame, type MessageFrame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
 import { notifications } from '../lib/notifications.js';
 import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
-import { channels, type StopReason } from '../lib/telemetry.js';
 import { epochMs, object, observable, requestId } from '../lib/validate.js';
 import { AckStage } from './ackThenNotify.js';
 import { CloseStage, closePlan, listenClosingFrames, type ClosePlan, type TriggerSpec } from './closeWhen.js';
 import { QueueStage, queuePlan, type QueuePlan, type StalledEnd } from './dropWhenQueueExceeds.js';
 import { KeepAliveStage, keepAlivePlan, type KeepAlivePlan } from './keepAlive.js';
-import { Stage, stageOperator } from './stage.js';
+import { type Stage, stageOperator } from './stage.js';
+import { reportDrop, type StreamEnd, type StreamStatus, type StreamWatcher, TelemetryStage } from './streamTelemetry.js';
 import { TagStage } from './tagSubscriptionId.js';
 
 /** What the stream of one `subscriptions/listen` is assembled from (besides its notifications). */
@@ -67,7 +67,7 @@ export interface ListenStreamInit extends ListenPipelineInit {
  * fused: the same operators' stages run under one subscriber (frames pass from one to the next by
  * a direct call), and their time comes from the scheduler's one shared {@link Clock}. Piping those
  * operators one by one gives the same frames at the same times. It also publishes `start`, `stop`
- * (with the close reason) and `drop` on {@link channels}. This is what the endpoint serves.
+ * (with the close reason) and `drop` on `channels` (its last stage, {@link TelemetryStage}). This is what the endpoint serves.
  *
  * Apply it to the notifications of the stream's topics (see {@link notifications}): subscribing
  * registers the topics, then the ack goes out, then the notifications with keep-alives between,
@@ -184,33 +184,16 @@ export interface ListenValues {
   readonly shutdown$?: Observable<unknown> | undefined;
   readonly demand$?: Observable<boolean> | undefined;
   /** Who keeps the stream for inspection (the endpoint's registry of open streams). */
-  readonly watcher?: StreamWatcher | undefined;
+  readonly watcher?: StreamWatcher<ListenStatus> | undefined;
 }
 
 /**
- * What an open listen stream tells about itself: its telemetry stage, which holds its filter, when
- * it opened, its close stage and its queue. The endpoint reads it for its snapshot and closes the
- * stream through it. @internal
+ * What an open listen stream tells about itself: its telemetry stage, which holds its filter besides
+ * what every stream tells ({@link StreamStatus}: when it opened, its close stage and its queue). The
+ * endpoint reads it for its snapshot and closes the stream through it. @internal
  */
-export interface ListenStatus {
+export interface ListenStatus extends StreamStatus {
   readonly filter: ListenFilter;
-  /** When the stream opened, in milliseconds since the epoch (its scheduler's time). */
-  openedAt(): number;
-  /** How it ended or is ending, and the way to end it now (a served stream's {@link CloseStage}). */
-  readonly close: StreamEnd;
-  /** Its queue for a busy client (a served stream's {@link QueueStage}). */
-  readonly queue: QueueStage | undefined;
-}
-
-/**
- * Told about one stream's life by its telemetry stage (a per-stream value, like its signals):
- * `watch` as the stream is assembled, `started` when it opens, `stopped` when it ends (before what
- * it holds is released). @internal
- */
-export interface StreamWatcher {
-  watch(status: ListenStatus): void;
-  started(status: ListenStatus): void;
-  stopped(status: ListenStatus, reason: StopReason, duration: number): void;
 }
 
 /** The per-stream values of `init`, checked under their own names. */
@@ -240,7 +223,7 @@ export function listenStages(plans: ListenPlans, stream: ListenValues): Stage<an
     close,
     new TagStage(stream.requestId),
     queue,
-    new TelemetryStage(plans.clock, stream.filter, close, queue, stream.watcher),
+    new ListenTelemetry(plans.clock, stream.filter, close, queue, stream.watcher),
   ];
 }
 
@@ -266,72 +249,30 @@ export function completedListenStream(plans: ListenPlans, stream: ListenValues):
     stageOperator<Frame, Frame>(() => [
       new AckStage(controlFrame(acknowledgedNotification(stream.filter))),
       new TagStage(stream.requestId),
-      new TelemetryStage(plans.clock, stream.filter, ended, undefined, stream.watcher),
+      new ListenTelemetry(plans.clock, stream.filter, ended, undefined, stream.watcher),
     ]),
   );
 }
 
-/** How a stream ended or is ending, as its telemetry reports it (a {@link CloseStage} says so), and how to end it. @internal */
-export interface StreamEnd {
-  readonly reason: CloseReason | undefined;
-  readonly failed: boolean;
-  /** The listen request the closing frames answer (a served stream's). */
-  readonly requestId?: JsonRpcId | undefined;
-  /** See {@link CloseStage.lastNotificationAt}. */
-  readonly lastNotificationAt: number | undefined;
-  /** Ends the stream now with its closing frames (a served stream's close stage); idempotent. */
-  close?(reason: CloseReason): void;
-}
-
-/**
- * Publishes the stream's `start` when it opens and its `stop` (with the reason) when it ends, and
- * tells its watcher (the endpoint's registry); the watcher reads the stream's state through it
- * ({@link ListenStatus}).
- */
-class TelemetryStage extends Stage<Frame> implements ListenStatus {
-  // Milliseconds after the clock's origin: a small integer kept in the object.
-  private startedAt = 0;
-
-  constructor(
-    private readonly clock: Clock,
-    readonly filter: ListenFilter,
-    readonly close: StreamEnd,
-    readonly queue: QueueStage | undefined,
-    private readonly watcher: StreamWatcher | undefined,
-  ) {
-    super();
-    watcher?.watch(this);
+/** A listen's telemetry stage ({@link TelemetryStage}): its filter says what it listens to. */
+class ListenTelemetry extends TelemetryStage<ListenStatus> implements ListenStatus {
+  constructor(clock: Clock, readonly filter: ListenFilter, close: StreamEnd, queue: QueueStage | undefined, watcher: StreamWatcher<ListenStatus> | undefined) {
+    super(clock, close, queue, watcher);
   }
 
-  openedAt(): number {
-    return this.startedAt + this.clock.origin;
+  protected get era(): 'modern' {
+    return 'modern';
   }
 
-  override open(): void {
-    const { clock } = this;
-    this.startedAt = clock.elapsed();
-    if (channels.start.hasSubscribers) {
-      const { filter } = this;
-      channels.start.publish({ era: 'modern', systemTime: this.openedAt(), resourceSubscriptions: filter.resourceSubscriptions?.length ?? 0, filters: filterNames(filter) });
-    }
-    this.watcher?.started(this);
+  protected filters(): FilterName[] {
+    return filterNames(this.filter);
   }
 
-  push(frame: Frame): void {
-    this.out.push(frame);
+  protected resourceSubscriptions(): number {
+    return this.filter.resourceSubscriptions?.length ?? 0;
   }
 
-  override dispose(): void {
-    const { watcher } = this;
-    if (watcher === undefined && !channels.stop.hasSubscribers) return;
-    const reason: StopReason = this.close.reason ?? (this.close.failed ? 'error' : 'client_closed');
-    const duration = this.clock.elapsed() - this.startedAt;
-    if (channels.stop.hasSubscribers) channels.stop.publish({ era: 'modern', duration, filters: filterNames(this.filter), reason });
-    watcher?.stopped(this, reason, duration);
+  protected status(): ListenStatus {
+    return this;
   }
-}
-
-/** The `drop` telemetry of a notification dropped for a busy client (listen and legacy GET streams). @internal */
-export function reportDrop(frame: MessageFrame, queueLength: number, queueBytes: number): void {
-  if (channels.drop.hasSubscribers) channels.drop.publish({ queueLength, queueBytes, topic: frame.topic ?? 'resource' });
 }

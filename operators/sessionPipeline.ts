@@ -1,7 +1,9 @@
 import type { MonoTypeOperatorFunction, Observable, ObservableInput, SchedulerLike } from 'rxjs';
 import { Clock } from '../lib/clock.js';
+import type { FilterName } from '../lib/filter.js';
 import type { CloseReason, Frame } from '../lib/frame.js';
 import type { EventLog } from '../lib/replayBuffer.js';
+import type { StopReason } from '../lib/telemetry.js';
 import { boolean, callback, epochMs, milliseconds, nonNegativeInteger, object, observable, positiveInteger } from '../lib/validate.js';
 import { CloseStage, closePlan, type ClosePlan, type TriggerSpec } from './closeWhen.js';
 import { queueLimits, QueueStage, queuePlan, type DropHandler, type QueueLimits, type QueuePlan } from './dropWhenQueueExceeds.js';
@@ -10,6 +12,7 @@ import { PrimeStage, primePlan, type PrimePlan } from './primeStream.js';
 import { ReplayStage } from './replayFrom.js';
 import { restorePlan, RestoreStage, type RestorePlan } from './restoreSubscriptions.js';
 import { stageOperator, type Stage } from './stage.js';
+import { type StreamStatus, type StreamWatcher, TelemetryStage } from './streamTelemetry.js';
 
 /** What a legacy GET stream of a session is assembled from. */
 export interface SessionPipelineInit {
@@ -123,6 +126,8 @@ export interface SessionPlans {
   readonly close: ClosePlan;
   /** `listenMaxQueue`, `listenMaxQueueBytes`, no stall grace (a stream that ends while its client is not reading ends at once). */
   readonly queue: QueuePlan;
+  /** The clock of every stream: their times for telemetry. */
+  readonly clock: Clock;
 }
 
 /** The settings {@link sessionPlans} are made of, valid, under the endpoint options' names. @internal */
@@ -155,6 +160,7 @@ export function sessionPlans(settings: SessionSettings): SessionPlans {
     keepAlive: keepAlivePlan(settings.keepAliveInterval, scheduler),
     close: closePlan(triggers, 'end', { onClose: settings.onClose, clock }),
     queue: queuePlan({ listenMaxQueue: settings.listenMaxQueue, listenMaxQueueBytes: settings.listenMaxQueueBytes, onDrop: settings.onDrop, stallGraceMs: 0 }),
+    clock,
   };
 }
 
@@ -167,13 +173,26 @@ export interface SessionValues {
   readonly expiresAt?: number | undefined;
   readonly supersede$?: Observable<unknown> | undefined;
   readonly demand$: Observable<boolean>;
-  /** Who keeps the stream for inspection (the endpoint's session): told the stream's close and queue stages as it is assembled. */
-  readonly watcher?: SessionStreamWatcher | undefined;
+  /**
+   * Who keeps the stream (the endpoint's handle of it): what its telemetry says it listens to, and
+   * told its status as it is assembled. Without one (the public {@link sessionPipeline}) the
+   * stream publishes no telemetry.
+   */
+  readonly watcher?: SessionWatcher | undefined;
 }
 
-/** Told a GET stream's close and queue stages as the stream is assembled (a per-stream value). @internal */
-export interface SessionStreamWatcher {
-  watch(close: CloseStage, queue: QueueStage): void;
+/**
+ * What a GET stream's telemetry reads of the session it belongs to, and who is told its status
+ * ({@link StreamStatus}: when it opened, its close and queue stages) as it is assembled (a
+ * per-stream value). @internal
+ */
+export interface SessionWatcher extends StreamWatcher {
+  /** What the stream listens to, as telemetry names it: the advertised list changes, and its resource subscriptions when it has any. */
+  filters(): FilterName[];
+  /** How many resource URIs the session is subscribed to. */
+  resourceSubscriptions(): number;
+  /** Why the endpoint ended the stream, when it did (`replaced`, `session_ended`). */
+  readonly endReason: StopReason | undefined;
 }
 
 /**
@@ -189,8 +208,33 @@ export function sessionStages(plans: SessionPlans, stream: SessionValues, restor
   if (stream.prime !== false) stages.push(new PrimeStage(plans.prime, stream.lastEventId, stream.log));
   const close = new CloseStage(plans.close, undefined, stream.expiresAt, stream.supersede$);
   const queue = new QueueStage(plans.queue, stream.demand$);
-  stream.watcher?.watch(close, queue);
   stages.push(new KeepAliveStage(plans.keepAlive), close, queue);
   if (restore !== undefined) stages.push(new RestoreStage<Frame>(restore));
+  if (stream.watcher !== undefined) stages.push(new SessionTelemetry(plans.clock, close, queue, stream.watcher));
   return stages;
+}
+
+/** A GET stream's telemetry stage ({@link TelemetryStage}): its session says what it listens to and why the endpoint ended it. */
+class SessionTelemetry extends TelemetryStage {
+  protected declare readonly watcher: SessionWatcher;
+
+  protected get era(): 'legacy' {
+    return 'legacy';
+  }
+
+  protected filters(): FilterName[] {
+    return this.watcher.filters();
+  }
+
+  protected resourceSubscriptions(): number {
+    return this.watcher.resourceSubscriptions();
+  }
+
+  protected override endReason(): StopReason | undefined {
+    return this.watcher.endReason;
+  }
+
+  protected status(): StreamStatus {
+    return this;
+  }
 }

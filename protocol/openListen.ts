@@ -2,7 +2,8 @@ import type { CloseReason } from '../lib/frame.js';
 import type { Admission } from '../lib/principals.js';
 import type { Slot } from '../lib/slots.js';
 import type { ListenTrace, StopReason } from '../lib/telemetry.js';
-import type { ListenStatus, StreamWatcher } from '../operators/listenPipeline.js';
+import type { ListenStatus } from '../operators/listenPipeline.js';
+import type { StreamWatcher } from '../operators/streamTelemetry.js';
 import { listenFilterInfo, type ListenStreamInfo, type StreamsOptions } from './inspect.js';
 import type { HeldCredential } from './credentialChecks.js';
 import type { FeedLease } from './providerFeeds.js';
@@ -17,7 +18,7 @@ import { traceStart, traceStop } from './trace.js';
  * teardown, whatever ended it.
  * @internal
  */
-export class OpenListen implements StreamWatcher {
+export class OpenListen implements StreamWatcher<ListenStatus> {
   /** The stream's telemetry stage, once the stream is assembled. */
   status: ListenStatus | undefined = undefined;
   /** Its place among the streams of its credential, when that is checked again while it is open (`AuthInfo.recheck`). */

@@ -6,7 +6,8 @@ import { Refusal } from '../lib/refusal.js';
 import { ErrorCode } from '../lib/jsonrpc.js';
 import { reportTrace, type ListenTrace, type StopReason } from '../lib/telemetry.js';
 import { filterNames } from '../lib/filter.js';
-import type { ListenStatus, StreamWatcher } from '../operators/listenPipeline.js';
+import type { ListenStatus } from '../operators/listenPipeline.js';
+import type { StreamWatcher } from '../operators/streamTelemetry.js';
 import type { Answer } from './answer.js';
 
 /** Longest trace header value taken, in characters (a `traceparent` is 55; `tracestate` at most 512 by W3C). */
@@ -55,7 +56,7 @@ export async function traced(listen: ListenTrace, admit: () => Promise<Answer>):
 }
 
 /** The watcher of a traced listen that keeps no entry (one completed at once, `emptyListen: 'complete'`). @internal */
-export function traceWatcher(listen: ListenTrace): StreamWatcher {
+export function traceWatcher(listen: ListenTrace): StreamWatcher<ListenStatus> {
   return {
     watch: () => undefined,
     started: (status) => traceStart(listen, status),

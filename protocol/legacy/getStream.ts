@@ -1,17 +1,17 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { restorePlan } from '../../operators/restoreSubscriptions.js';
-import type { CloseStage } from '../../operators/closeWhen.js';
 import type { QueueStage } from '../../operators/dropWhenQueueExceeds.js';
-import { sessionStages, type SessionStreamWatcher, type SessionValues } from '../../operators/sessionPipeline.js';
+import { sessionStages, type SessionValues, type SessionWatcher } from '../../operators/sessionPipeline.js';
 import { PrimeStage } from '../../operators/primeStream.js';
 import { GapStage, ReplayStage } from '../../operators/replayFrom.js';
 import { type SourceRegistration, type Stage, StageObservable, stageOperator } from '../../operators/stage.js';
+import type { StreamStatus } from '../../operators/streamTelemetry.js';
 import { Clock } from '../../lib/clock.js';
 import type { RequestContext } from '../../lib/context.js';
 import type { Frame } from '../../lib/frame.js';
 import { isShared, type SharedSlots, type Slot } from '../../lib/slots.js';
 import type { FilterName } from '../../lib/filter.js';
-import { channels, reportError, type StopReason } from '../../lib/telemetry.js';
+import { reportError, type StopReason } from '../../lib/telemetry.js';
 import { endStream, type FeedEntry, type ListChanges, type ListTopic, type LiveSession, scopesOf, type SessionStream } from './liveSession.js';
 import type { LegacySessionsInit } from './sessionOptions.js';
 import { restore, RestoreError } from './subscribe.js';
@@ -244,23 +244,22 @@ function onRestoreError(uri: string, error: unknown): void {
 
 /**
  * A GET stream of a session, the one object the endpoint keeps for it: its pipeline's source (the
- * session registers the pipeline's first stage through it) and what the stream gives back once it
- * has ended. A close trigger cuts it (the session lets go of the stream at once, while the stream
- * writes what it holds); the pipeline's teardown, whatever
- * the reason, unsubscribes it: the slot is given back and the session waits for a reconnect.
+ * session registers the pipeline's first stage through it), what its telemetry stage reads of the
+ * session and tells its status to, and what the stream gives back once it has ended. A close
+ * trigger cuts it (the session lets go of the stream at once, while the stream writes what it
+ * holds); the pipeline's teardown, whatever the reason, unsubscribes it: the slot is given back and
+ * the session waits for a reconnect.
  */
-class StreamHandle implements SessionStream, SourceRegistration, SessionStreamWatcher {
+class StreamHandle implements SessionStream, SourceRegistration, SessionWatcher {
   entry: FeedEntry | undefined = undefined;
   endReason: StopReason | undefined = undefined;
   /** The pipeline registered its first stage. */
   #attached = false;
   /** Given back what it held. */
   #released = false;
-  /** When its feed was registered (it started), in milliseconds after its clock's origin; -1 before. */
-  #startedAt = -1;
-  /** The stream's close and queue stages, told as the pipeline is assembled: why it ended, what it holds. */
-  #close: CloseStage | undefined = undefined;
-  #queue: QueueStage | undefined = undefined;
+  /** The stream's telemetry stage, told as the pipeline is assembled: when it opened, why it ended, what its queue holds. */
+  #status: StreamStatus | undefined = undefined;
+  #started = false;
 
   constructor(
     private readonly owner: StreamOwner,
@@ -274,19 +273,32 @@ class StreamHandle implements SessionStream, SourceRegistration, SessionStreamWa
     return this.#attached;
   }
 
-  watch(close: CloseStage, queue: QueueStage): void {
-    this.#close = close;
-    this.#queue = queue;
+  watch(status: StreamStatus): void {
+    this.#status = status;
+  }
+
+  started(): void {
+    this.#started = true;
+  }
+
+  stopped(): void {}
+
+  filters(): FilterName[] {
+    return legacyFilters(this.owner, this.session);
+  }
+
+  resourceSubscriptions(): number {
+    return this.session.uris.length;
   }
 
   /** When it started, in milliseconds since the epoch; `undefined` before. */
   get openedAt(): number | undefined {
-    return this.#startedAt < 0 ? undefined : this.#startedAt + Clock.of(this.owner.init.scheduler).origin;
+    return this.#started ? this.#status?.openedAt() : undefined;
   }
 
   /** What its queue holds and has dropped or coalesced. */
   get queue(): QueueStage | undefined {
-    return this.#queue;
+    return this.#status?.queue;
   }
 
   /** Registers the pipeline's first stage as the session's feed (completed at once if the stream already ended). */
@@ -297,12 +309,6 @@ class StreamHandle implements SessionStream, SourceRegistration, SessionStreamWa
       return this;
     }
     this.entry = entry;
-    const clock = Clock.of(this.owner.init.scheduler);
-    this.#startedAt = clock.elapsed();
-    if (channels.start.hasSubscribers) {
-      const { session } = this;
-      channels.start.publish({ era: 'legacy', systemTime: this.#startedAt + clock.origin, resourceSubscriptions: session.uris.length, filters: legacyFilters(this.owner, session) });
-    }
     return this;
   }
 
@@ -314,12 +320,6 @@ class StreamHandle implements SessionStream, SourceRegistration, SessionStreamWa
     if (this.#released) return;
     this.#released = true;
     this.slot.release();
-    if (this.#startedAt >= 0 && channels.stop.hasSubscribers) {
-      const close = this.#close;
-      const reason: StopReason = close?.reason ?? this.endReason ?? (close?.failed === true ? 'error' : 'client_closed');
-      const duration = Clock.of(this.owner.init.scheduler).elapsed() - this.#startedAt;
-      channels.stop.publish({ era: 'legacy', duration, filters: legacyFilters(this.owner, this.session), reason });
-    }
     detach(this.owner, this);
   }
 }
