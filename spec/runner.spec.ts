@@ -26,10 +26,11 @@ function alive(pid: number): boolean {
   }
 }
 
-test('a test that prints nothing for SPEC_STALL_MS is stopped with what it started, counted as failed, and the files after it run', async () => {
-  const { code, stdout } = await run(['fixtures/runner/.*\\.ts$'], { SPEC_STALL_MS: '1500' });
+for (const lanes of ['1', '2']) test(`a test that prints nothing for SPEC_STALL_MS is stopped with what it started, counted as failed, and the files after it run (SPEC_LANES=${lanes})`, async () => {
+  const { code, stdout } = await run(['fixtures/runner/.*\\.ts$'], { SPEC_STALL_MS: '4000', SPEC_LANES: lanes });
+  assert.match(stdout, new RegExp(`\\n\\d+ files in [\\d.]+ s on ${lanes} lane\\(s\\); slowest: `));
   assert.equal(code, 1);
-  assert.match(stdout, /fixtures\/runner\/a-hangs\.ts: a test printed nothing for 1\.5 s and was stopped \(one failure\)/);
+  assert.match(stdout, /fixtures\/runner\/a-hangs\.ts: a test printed nothing for 4 s and was stopped \(one failure\)/);
   assert.match(stdout, /fixtures\/runner\/b-fine\.ts\n• • {3}\(2 \/ 2\)/);
   // The passing test before the stall counts, the stalled one fails, the one after it never ran.
   assert.equal(stdout.trim().split('\n').at(-1), '3 passed, 1 failed');
