@@ -3,6 +3,7 @@
  * {@link STREAM_LIMITS}) and validated once at construction (DESIGN M13).
  */
 import { MAX_TIMER_DELAY } from './clock.js';
+import { InvalidOptionError } from './errors.js';
 import { defaultsOf, option, resolveOptions, type OptionTable } from './optionTable.js';
 
 /** What a server-side close sends before the stream ends (DESIGN M7). */
@@ -16,20 +17,80 @@ export interface ListenOptions {
   readonly listenIdleTimeout: number;
   /** Milliseconds a stream may live; defaults to 3 600 000 (1 h). */
   readonly maxStreamLifetime: number;
-  /** Undelivered notifications held per stream before dropping; defaults to 1000. */
-  readonly listenMaxQueue: number;
+  /**
+   * Undelivered notifications held per stream (listen and legacy GET streams alike) for a client
+   * that is not reading, before new ones are dropped; defaults to 1000. Formerly `listenMaxQueue`.
+   */
+  readonly maxStreamQueue: number;
   /**
    * Bytes of undelivered frames (as they will be written) held per stream for a client that is
-   * not reading; a notification that would go past it is dropped like one past `listenMaxQueue`
+   * not reading; a notification that would go past it is dropped like one past `maxStreamQueue`
    * (control frames are always kept). Defaults to 1 048 576 (1 MiB). Applies to listen streams
-   * and legacy GET streams alike.
+   * and legacy GET streams alike. Formerly `listenMaxQueueBytes`.
    */
-  readonly listenMaxQueueBytes: number;
+  readonly maxStreamQueueBytes: number;
   /**
    * `'cancelled-then-result'` sends `notifications/cancelled` and then the listen result;
    * `'result-only'` skips the cancelled notification. Defaults to `'cancelled-then-result'`.
    */
   readonly closeNotice: CloseNoticeMode;
+}
+
+/**
+ * The former names of two {@link ListenOptions}, still accepted wherever listen options are given
+ * (an endpoint's options, {@link resolveListenOptions}, `listenPipeline`) and read as the new ones.
+ */
+export interface DeprecatedListenOptions {
+  /** @deprecated Renamed {@link ListenOptions.maxStreamQueue} (it bounds legacy GET streams too); read as it. */
+  readonly listenMaxQueue?: number;
+  /** @deprecated Renamed {@link ListenOptions.maxStreamQueueBytes} (it bounds legacy GET streams too); read as it. */
+  readonly listenMaxQueueBytes?: number;
+}
+
+/** Listen options as they are given: any of them, under their names or the former ones. */
+export type ListenOptionsInput = Partial<ListenOptions> & DeprecatedListenOptions;
+
+/**
+ * Each former name of a listen option ({@link DeprecatedListenOptions}) and its name now.
+ * @internal
+ */
+export const RENAMED_LISTEN_OPTIONS: Readonly<Record<keyof DeprecatedListenOptions, keyof ListenOptions>> = Object.freeze({
+  listenMaxQueue: 'maxStreamQueue',
+  listenMaxQueueBytes: 'maxStreamQueueBytes',
+});
+
+/**
+ * `given` with the former names of listen options ({@link DeprecatedListenOptions}) read as their
+ * new ones: a copy without them, or `given` itself when it has none (anything but an object is
+ * returned as it is, for its resolver to refuse).
+ *
+ * @example
+ * ```ts
+ * withCurrentNames({ listenMaxQueue: 50 }); // → { maxStreamQueue: 50 }
+ * withCurrentNames({ listenMaxQueue: 50, maxStreamQueue: 60 });
+ * // throws InvalidOptionError: listenMaxQueue must be left out or equal to maxStreamQueue (its new name, given as 60), got 50
+ * ```
+ * @throws InvalidOptionError naming the former name when its value is unusable, or when it and the
+ *   new name are both given with different values.
+ * @internal
+ */
+export function withCurrentNames<T>(given: T): T {
+  if (typeof given !== 'object' || given === null) return given;
+  let renamed: Record<string, unknown> | undefined;
+  for (const [former, now] of Object.entries(RENAMED_LISTEN_OPTIONS)) {
+    if (!Object.hasOwn(given, former)) continue;
+    const copy: Record<string, unknown> = (renamed ??= { ...(given as Record<string, unknown>) });
+    const value = copy[former];
+    delete copy[former];
+    if (value === undefined) continue;
+    const current = copy[now];
+    if (current !== undefined && current !== value) {
+      throw new InvalidOptionError(former, `left out or equal to ${now} (its new name, given as ${JSON.stringify(current)})`, value);
+    }
+    // Checked under the name it was given by, so that the message names what the caller wrote.
+    copy[now] = LISTEN_OPTIONS[now].check(former, value);
+  }
+  return (renamed ?? given) as T;
 }
 
 /** How many streams may be open, per principal and server-wide. */
@@ -66,12 +127,12 @@ export const LISTEN_OPTIONS: OptionTable<ListenOptions> = {
   keepAliveInterval: option.milliseconds({ default: 15_000, description: 'time between ":" keep-alive comments on a stream' }),
   listenIdleTimeout: option.milliseconds({ default: 1_800_000, description: 'a listen stream without a notification for this long is closed (idle_timeout)' }),
   maxStreamLifetime: option.milliseconds({ default: 3_600_000, description: 'any stream (listen or legacy GET) is closed after this long (max_lifetime)' }),
-  listenMaxQueue: option.count({
+  maxStreamQueue: option.count({
     unit: 'notifications',
     default: 1000,
-    description: 'notifications held for a slow client; beyond it new ones are dropped (identical ones coalesce)',
+    description: 'notifications held for a slow client, per stream (listen or legacy GET); beyond it new ones are dropped (identical ones coalesce)',
   }),
-  listenMaxQueueBytes: option.bytes({ default: 1_048_576, description: 'bytes of frames held for a slow client; beyond it new notifications are dropped' }),
+  maxStreamQueueBytes: option.bytes({ default: 1_048_576, description: 'bytes of frames held for a slow client, per stream (listen or legacy GET); beyond it new notifications are dropped' }),
   closeNotice: option.choice<CloseNoticeMode>(['cancelled-then-result', 'result-only'], {
     default: 'cancelled-then-result',
     description: 'on a server-side close send notifications/cancelled then the result, or the result only (cancelled-then-result | result-only)',
@@ -128,7 +189,8 @@ export const DEFAULT_STREAM_LIMITS: Readonly<StreamLimits> = defaultsOf(STREAM_L
  * {@link MAX_TIMER_DELAY}); `closeNotice` must be one of its two modes; a key that is not an
  * option (a typo such as `keepAliveIntervall`) is refused too, because ignoring it would
  * silently keep the default. An `undefined` value means the default (`null` does not). Unknown keys are
- * checked first, then the options in declaration order.
+ * checked first, then the options in declaration order. The former names `listenMaxQueue` and
+ * `listenMaxQueueBytes` are read as `maxStreamQueue` and `maxStreamQueueBytes` (deprecated).
  *
  * @example
  * ```ts
@@ -141,13 +203,14 @@ export const DEFAULT_STREAM_LIMITS: Readonly<StreamLimits> = defaultsOf(STREAM_L
  * @param input Options to override; omitted or `undefined` fields take the defaults of
  *   {@link DEFAULT_LISTEN_OPTIONS}.
  * @returns A complete, frozen options object.
- * @throws {InvalidOptionError} for an unknown key or an unusable value.
+ * @throws {InvalidOptionError} for an unknown key or an unusable value, or a former name given
+ *   beside its new one with another value.
  * @see DEFAULT_LISTEN_OPTIONS
  * @see resolveStreamLimits
  * @see positiveInteger
  */
-export function resolveListenOptions(input?: Partial<ListenOptions>): Readonly<ListenOptions> {
-  return resolveOptions('options', LISTEN_OPTIONS, input);
+export function resolveListenOptions(input?: ListenOptionsInput): Readonly<ListenOptions> {
+  return resolveOptions('options', LISTEN_OPTIONS, withCurrentNames(input));
 }
 
 /**

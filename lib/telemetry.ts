@@ -82,7 +82,7 @@ export type TraceEvent =
 export interface DropEvent {
   /** Undelivered notifications held for the stream when this one was dropped. */
   readonly queueLength: number;
-  /** Bytes of frames held for the stream when this one was dropped (bounded by `listenMaxQueueBytes`). */
+  /** Bytes of frames held for the stream when this one was dropped (bounded by `maxStreamQueueBytes`). */
   readonly queueBytes: number;
   readonly topic: TopicKind;
 }

@@ -13,11 +13,11 @@ import { DisposingStage, stageOperator } from './stage.js';
  * and at most `bytes` bytes of frames as they will be written.
  */
 export interface QueueLimits {
-  /** The most notifications held, a positive integer count (the listen option `listenMaxQueue`; defaults to 1000 there). */
+  /** The most notifications held, a positive integer count (the endpoint option `maxStreamQueue`; defaults to 1000 there). */
   readonly notifications: number;
   /**
    * The most bytes held, counted as the frames will be written (`encodedByteLength`), a positive
-   * integer (the option `listenMaxQueueBytes`); defaults to 1 048 576 (1 MiB).
+   * integer (the option `maxStreamQueueBytes`); defaults to 1 048 576 (1 MiB).
    */
   readonly bytes?: number;
 }
@@ -59,7 +59,7 @@ export type DropHandler = (frame: MessageFrame, queueLength: number, queueBytes:
  *   .subscribe((frame) => { if (!res.write(encodeFrame(frame))) demand$.next(false); });
  * res.on('drain', () => demand$.next(true));
  * @param limit the most notifications held for a busy sink, a positive integer count (the
- *   listen option `listenMaxQueue`, which defaults to 1000); or {@link QueueLimits} with a byte
+ *   endpoint option `maxStreamQueue`, which defaults to 1000); or {@link QueueLimits} with a byte
  *   budget as well. The byte budget defaults to 1 048 576 (1 MiB, {@link DEFAULT_QUEUE_BYTES}).
  * @param demand$ whether the sink can take more: `false` when it is busy, `true` when it drained.
  *   It may emit synchronously from inside the downstream `next`.
@@ -81,8 +81,8 @@ export function dropWhenQueueExceeds(
   const sinkDemand$ = observable<boolean>('dropWhenQueueExceeds demand$', demand$, 'booleans');
   const grace = options?.stallGraceMs;
   const plan = queuePlan({
-    listenMaxQueue: notifications,
-    listenMaxQueueBytes: bytes,
+    maxStreamQueue: notifications,
+    maxStreamQueueBytes: bytes,
     onDrop: onDrop === undefined ? undefined : callback<DropHandler>('dropWhenQueueExceeds onDrop', onDrop),
     stallGraceMs: grace === undefined || nonNegativeInteger('dropWhenQueueExceeds stallGraceMs', grace, 'milliseconds') === 0 ? grace : milliseconds('dropWhenQueueExceeds stallGraceMs', grace),
     stalledEnd: options?.stalledEnd === undefined ? undefined : oneOf<StalledEnd>('dropWhenQueueExceeds stalledEnd', options.stalledEnd, STALLED_ENDS),
@@ -129,10 +129,10 @@ const STALLED_ENDS: readonly StalledEnd[] = ['error', 'control'];
  * by then. The limits keep the names of the endpoint options they come from. @internal
  */
 export interface QueuePlan {
-  /** The most notifications held (`listenMaxQueue`). */
-  readonly listenMaxQueue: number;
-  /** The most bytes held (`listenMaxQueueBytes`). */
-  readonly listenMaxQueueBytes: number;
+  /** The most notifications held (`maxStreamQueue`). */
+  readonly maxStreamQueue: number;
+  /** The most bytes held (`maxStreamQueueBytes`). */
+  readonly maxStreamQueueBytes: number;
   readonly onDrop: DropHandler | undefined;
   /** See {@link DropOptions.stallGraceMs}: `undefined` waits forever, `0` not at all. */
   readonly stallGraceMs: number | undefined;
@@ -144,16 +144,16 @@ export interface QueuePlan {
 
 /** The plan of {@link dropWhenQueueExceeds}, from valid settings. @internal */
 export function queuePlan(settings: {
-  readonly listenMaxQueue: number;
-  readonly listenMaxQueueBytes: number;
+  readonly maxStreamQueue: number;
+  readonly maxStreamQueueBytes: number;
   readonly onDrop?: DropHandler | undefined;
   readonly stallGraceMs?: number | undefined;
   readonly stalledEnd?: StalledEnd | undefined;
   readonly scheduler?: SchedulerLike | undefined;
 }): QueuePlan {
-  const { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs, stalledEnd } = settings;
+  const { maxStreamQueue, maxStreamQueueBytes, onDrop, stallGraceMs, stalledEnd } = settings;
   const timed = stallGraceMs !== undefined && stallGraceMs > 0;
-  return { listenMaxQueue, listenMaxQueueBytes, onDrop, stallGraceMs, clock: timed ? Clock.of(settings.scheduler) : undefined, stalledEnd };
+  return { maxStreamQueue, maxStreamQueueBytes, onDrop, stallGraceMs, clock: timed ? Clock.of(settings.scheduler) : undefined, stalledEnd };
 }
 
 /**
@@ -221,7 +221,7 @@ export class QueueStage extends DisposingStage<Frame> implements Follower, Clock
       return;
     }
     const plan = this.plan;
-    const pending = (this.pending ??= new PendingFrames(plan.listenMaxQueue, plan.onDrop, plan.listenMaxQueueBytes));
+    const pending = (this.pending ??= new PendingFrames(plan.maxStreamQueue, plan.onDrop, plan.maxStreamQueueBytes));
     try {
       pending.offer(frame);
     } catch (error) {

@@ -5,7 +5,7 @@ import { controlFrame, type Frame, type MessageFrame } from '../lib/frame.js';
 import type { Hub } from '../lib/hub.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
 import { notifications } from '../lib/notifications.js';
-import { resolveListenOptions, type ListenOptions } from '../lib/options.js';
+import { resolveListenOptions, type ListenOptions, type ListenOptionsInput } from '../lib/options.js';
 import { epochMs, object, observable, requestId } from '../lib/validate.js';
 import { AckStage } from './ackThenNotify.js';
 import { CloseStage, closePlan, listenClosingFrames, type ClosePlan, type TriggerSpec } from './closeWhen.js';
@@ -22,7 +22,7 @@ export interface ListenPipelineInit {
   /** The honoured, authorized filter (see `parseListenFilter` and `authorizeListenFilter`): what the ack says. */
   readonly filter: ListenFilter;
   /** Stream options; missing ones take their defaults (see {@link ListenOptions}). Validated here. */
-  readonly options?: Partial<ListenOptions>;
+  readonly options?: ListenOptionsInput;
   /** When the caller's credential expires, in milliseconds since the epoch; the stream closes then with `token_expired` if that is before its lifetime cap. Default: never. */
   readonly expiresAt?: number;
   /**
@@ -60,7 +60,7 @@ export interface ListenStreamInit extends ListenPipelineInit {
  * closeWhen([lifetimeCap(maxStreamLifetime), expiresAt(expiresAt), idleTimeout(listenIdleTimeout),
  *            superseded(supersede$), shutdown(shutdown$)], { requestId, mode: closeNotice }),
  * tagSubscriptionId(requestId),
- * dropWhenQueueExceeds({ notifications: listenMaxQueue, bytes: listenMaxQueueBytes }, demand$, onDrop,
+ * dropWhenQueueExceeds({ notifications: maxStreamQueue, bytes: maxStreamQueueBytes }, demand$, onDrop,
  *                      { stallGraceMs: 0 }),
  * ```
  *
@@ -100,7 +100,7 @@ export function listenPipeline(init: ListenPipelineInit): OperatorFunction<Messa
  * them: the plans of the latest such triple are kept on the options object. Anything else gets
  * plans of its own (options that are not frozen may change between two calls).
  */
-function plansOf(options: Partial<ListenOptions> | undefined, shutdown$: Observable<unknown> | undefined, scheduler: SchedulerLike | undefined): ListenPlans {
+function plansOf(options: ListenOptionsInput | undefined, shutdown$: Observable<unknown> | undefined, scheduler: SchedulerLike | undefined): ListenPlans {
   const key = options ?? NO_OPTIONS;
   if (!Object.isFrozen(key)) return listenPlans(resolveListenOptions(options), shutdown$, scheduler);
   const kept = keptPlans.get(key);
@@ -110,7 +110,7 @@ function plansOf(options: Partial<ListenOptions> | undefined, shutdown$: Observa
   return plans;
 }
 
-const NO_OPTIONS: Partial<ListenOptions> = Object.freeze({});
+const NO_OPTIONS: ListenOptionsInput = Object.freeze({});
 const keptPlans = new WeakMap<object, { readonly shutdown$: Observable<unknown> | undefined; readonly scheduler: SchedulerLike | undefined; readonly plans: ListenPlans }>();
 
 /**
@@ -138,7 +138,7 @@ export interface ListenPlans {
   readonly keepAlive: KeepAlivePlan;
   /** The lifetime cap, the idle timeout and the shutdown signal; how a close is told (`closeNotice`). */
   readonly close: ClosePlan;
-  /** `listenMaxQueue`, `listenMaxQueueBytes`, no stall grace (a stream that closes while its client is not reading ends at once). */
+  /** `maxStreamQueue`, `maxStreamQueueBytes`, no stall grace (a stream that closes while its client is not reading ends at once). */
   readonly queue: QueuePlan;
   /** The clock of every stream: their times for telemetry. */
   readonly clock: Clock;
@@ -170,7 +170,7 @@ export function listenPlans(
   return {
     keepAlive: keepAlivePlan(options.keepAliveInterval, scheduler),
     close: closePlan(triggers, options.closeNotice, { clock }),
-    queue: queuePlan({ listenMaxQueue: options.listenMaxQueue, listenMaxQueueBytes: options.listenMaxQueueBytes, onDrop: reportDrop, stallGraceMs: 0, stalledEnd }),
+    queue: queuePlan({ maxStreamQueue: options.maxStreamQueue, maxStreamQueueBytes: options.maxStreamQueueBytes, onDrop: reportDrop, stallGraceMs: 0, stalledEnd }),
     clock,
   };
 }

@@ -34,7 +34,7 @@ export interface SessionPipelineInit {
   readonly supersede$?: Observable<unknown>;
   /** Ends the stream when it emits (the server stops). */
   readonly shutdown$?: Observable<unknown>;
-  /** The most notifications and bytes held for a busy client (the endpoint's `listenMaxQueue` and `listenMaxQueueBytes`). */
+  /** The most notifications and bytes held for a busy client (the endpoint's `maxStreamQueue` and `maxStreamQueueBytes`). */
   readonly queue: QueueLimits;
   /** The sink's demand (`false` busy, `true` ready). */
   readonly demand$: Observable<boolean>;
@@ -85,8 +85,8 @@ export function sessionPipeline(init: SessionPipelineInit): MonoTypeOperatorFunc
     keepAliveInterval: milliseconds('keepAliveInterval', given.keepAliveInterval),
     maxStreamLifetime: milliseconds('maxStreamLifetime', given.maxStreamLifetime),
     reconnectDelay: nonNegativeInteger('reconnectDelay', given.reconnectDelay, 'milliseconds'),
-    listenMaxQueue: notifications,
-    listenMaxQueueBytes: bytes,
+    maxStreamQueue: notifications,
+    maxStreamQueueBytes: bytes,
     onDrop: given.onDrop === undefined ? undefined : callback<DropHandler>('onDrop', given.onDrop),
     onClose: given.onClose === undefined ? undefined : callback<(reason: CloseReason) => void>('onClose', given.onClose),
     shutdown$: given.shutdown$ === undefined ? undefined : observable('shutdown$', given.shutdown$),
@@ -124,7 +124,7 @@ export interface SessionPlans {
   readonly keepAlive: KeepAlivePlan;
   /** The lifetime cap and the shutdown signal; a close just ends the stream (its client reconnects). */
   readonly close: ClosePlan;
-  /** `listenMaxQueue`, `listenMaxQueueBytes`, no stall grace (a stream that ends while its client is not reading ends at once). */
+  /** `maxStreamQueue`, `maxStreamQueueBytes`, no stall grace (a stream that ends while its client is not reading ends at once). */
   readonly queue: QueuePlan;
   /** The clock of every stream: their times for telemetry. */
   readonly clock: Clock;
@@ -135,8 +135,8 @@ export interface SessionSettings {
   readonly keepAliveInterval: number;
   readonly maxStreamLifetime: number;
   readonly reconnectDelay: number;
-  readonly listenMaxQueue: number;
-  readonly listenMaxQueueBytes: number;
+  readonly maxStreamQueue: number;
+  readonly maxStreamQueueBytes: number;
   readonly onDrop?: DropHandler | undefined;
   /** Told the reason when a trigger ends a stream (the public operator's `onClose`). */
   readonly onClose?: ((reason: CloseReason) => void) | undefined;
@@ -159,7 +159,7 @@ export function sessionPlans(settings: SessionSettings): SessionPlans {
     prime: primePlan(settings.reconnectDelay),
     keepAlive: keepAlivePlan(settings.keepAliveInterval, scheduler),
     close: closePlan(triggers, 'end', { onClose: settings.onClose, clock }),
-    queue: queuePlan({ listenMaxQueue: settings.listenMaxQueue, listenMaxQueueBytes: settings.listenMaxQueueBytes, onDrop: settings.onDrop, stallGraceMs: 0 }),
+    queue: queuePlan({ maxStreamQueue: settings.maxStreamQueue, maxStreamQueueBytes: settings.maxStreamQueueBytes, onDrop: settings.onDrop, stallGraceMs: 0 }),
     clock,
   };
 }

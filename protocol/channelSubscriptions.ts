@@ -31,7 +31,7 @@ export interface ChannelSessionParts {
  *
  * Its notifications (`notifications/resources/updated`, the advertised `…/list_changed`) go through
  * one bounded queue on the channel's demand (`dropWhenQueueExceeds`, with the endpoint's
- * `listenMaxQueue` and `listenMaxQueueBytes`): while the host does not read, identical ones
+ * `maxStreamQueue` and `maxStreamQueueBytes`): while the host does not read, identical ones
  * coalesce and the rest are dropped past the bounds, as on a GET stream.
  * @internal
  */

@@ -38,7 +38,7 @@ interface StreamInfoBase {
   readonly queuedFrames: number;
   /** Bytes of those frames, as they will be written. */
   readonly queuedBytes: number;
-  /** Notifications dropped for this stream since it opened: its queue was full (`listenMaxQueue`, `listenMaxQueueBytes`). */
+  /** Notifications dropped for this stream since it opened: its queue was full (`maxStreamQueue`, `maxStreamQueueBytes`). */
   readonly dropped: number;
   /** Notifications this stream's queue discarded since it opened because an identical one was held. */
   readonly coalesced: number;

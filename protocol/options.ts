@@ -4,7 +4,7 @@ import type { EndpointRequest, MethodHandler, RequestContext } from '../lib/cont
 import { InvalidOptionError } from '../lib/errors.js';
 import type { ServerCapabilities } from '../lib/filter.js';
 import type { Hub } from '../lib/hub.js';
-import { LISTEN_OPTIONS, STREAM_LIMITS, type ListenOptions, type StreamLimits } from '../lib/options.js';
+import { type DeprecatedListenOptions, LISTEN_OPTIONS, RENAMED_LISTEN_OPTIONS, STREAM_LIMITS, type ListenOptions, type StreamLimits, withCurrentNames } from '../lib/options.js';
 import { namesOf, option, readOptions, type OptionTable } from '../lib/optionTable.js';
 import {
   arrayOf,
@@ -55,7 +55,7 @@ import { SESSION_OPTIONS, type SessionOptions } from './legacy/sessionOptions.js
  *   },
  * });
  */
-export interface ProtocolOptions extends Partial<ListenOptions>, Partial<StreamLimits>, Partial<SessionOptions>, Partial<ProtocolSettings> {
+export interface ProtocolOptions extends Partial<ListenOptions>, DeprecatedListenOptions, Partial<StreamLimits>, Partial<SessionOptions>, Partial<ProtocolSettings> {
   /** Where notifications come from. */
   readonly hub: Hub;
   /** What the server advertises; a listen honours only these. Defaults to tools, prompts and resources. */
@@ -200,6 +200,7 @@ const PROTOCOL_WIRING: readonly (keyof ProtocolOptions)[] = [
 export const PROTOCOL_OPTIONS: readonly (keyof ProtocolOptions)[] = [
   ...PROTOCOL_WIRING,
   ...namesOf(LISTEN_OPTIONS),
+  ...(Object.keys(RENAMED_LISTEN_OPTIONS) as (keyof DeprecatedListenOptions)[]),
   ...namesOf(STREAM_LIMITS),
   ...namesOf(PROTOCOL_SETTINGS),
   ...namesOf(SESSION_OPTIONS),
@@ -234,13 +235,14 @@ function serverInfo(label: string, value: unknown): void {
  * (`known`, beside {@link PROTOCOL_OPTIONS}) are the front's to check.
  * @throws InvalidOptionError naming `label` when `options` is not an object (a Hub given instead is
  *   told to pass `{ hub }`), else the first option that is unknown or has a value the library
- *   cannot use.
+ *   cannot use, or a former name (`listenMaxQueue`, `listenMaxQueueBytes`) given beside its new one
+ *   with another value.
  * @internal
  */
 export function resolveProtocolOptions(options: ProtocolOptions, label: string, known: readonly string[]): ResolvedProtocolOptions {
   validOptions(label, options, known, { like: '{ hub }' });
   hub('hub', options.hub);
-  const listenOptions = Object.freeze(readOptions(LISTEN_OPTIONS, options));
+  const listenOptions = Object.freeze(readOptions(LISTEN_OPTIONS, withCurrentNames(options)));
   const limits = Object.freeze(readOptions(STREAM_LIMITS, options));
   const capabilities = options.capabilities === undefined ? { tools: true, prompts: true, resources: true } : flags('capabilities', options.capabilities, CAPABILITIES);
   for (const name of ['authenticate', 'canRead', 'subscribeHook'] as const) if (options[name] !== undefined) callback(name, options[name]);

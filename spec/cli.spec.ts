@@ -26,7 +26,7 @@ test('serve --help: every flag on one line with a description; value flags with 
   assert.equal(await run.exited, 0);
   const help = run.out();
   const flags = flagsOf(help);
-  for (const expected of ['dir', 'demo', 'port', 'host', 'token-secret', 'keep-alive-interval', 'listen-idle-timeout', 'max-stream-lifetime', 'listen-max-queue', 'listen-max-queue-bytes', 'close-notice', 'max-listens-per-principal', 'max-streams', 'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'metrics-port', 'max-read-bytes', 'trust-proxy', 'cors-origins']) {
+  for (const expected of ['dir', 'demo', 'port', 'host', 'token-secret', 'keep-alive-interval', 'listen-idle-timeout', 'max-stream-lifetime', 'max-stream-queue', 'max-stream-queue-bytes', 'close-notice', 'max-listens-per-principal', 'max-streams', 'session-idle-timeout', 'session-grace-period', 'replay-buffer-size', 'redis', 'node-id', 'watch-lease-ttl', 'redis-timeout', 'metrics-port', 'max-read-bytes', 'trust-proxy', 'cors-origins']) {
     assert.ok(flags.includes(expected), `--${expected} missing from serve --help:\n${help}`);
   }
   for (const line of help.split('\n').filter((text) => /^ {2}(-\w, )?--/.test(text))) {

@@ -356,7 +356,7 @@ test('a GET client gone right after a second GET replaced it, and a replaced cli
     await eventually(() => f.endpoint.stats.streams === 1, 3000, 'the stalled stream');
     for (const [i, uri] of bigs.entries()) assert.equal((await call(f.url, sid, i, 'resources/subscribe', { uri })).body, ok(i));
     // One round per tick: the first rounds fill the socket (demand false), the rest wait in the
-    // stream's queue (bounded by listenMaxQueueBytes) or are dropped.
+    // stream's queue (bounded by maxStreamQueueBytes) or are dropped.
     for (let round = 0; round < 8; round++) {
       for (const uri of bigs) f.hub.notifyResourceUpdated(uri);
       await new Promise((resolve) => setImmediate(resolve));

@@ -882,9 +882,9 @@ test('eviction: the periodic sweep (sessionPruneInterval) evicts a dropped sessi
 
 /* Slow consumer */
 
-test('slow consumer: a GET client that stops reading costs at most listenMaxQueue notifications; a healthy session gets everything', async () => {
+test('slow consumer: a GET client that stops reading costs at most maxStreamQueue notifications; a healthy session gets everything', async () => {
   await collecting<DropEvent>(channels.drop, async (drops) => {
-    await withServer({ listenMaxQueue: 20 }, async (server) => {
+    await withServer({ maxStreamQueue: 20 }, async (server) => {
       const { url, hub, endpoint } = server;
       // Long URIs fill the socket buffers quickly; many of them defeat coalescing.
       const uris = Array.from({ length: 40 }, (_, i) => `file:///${'x'.repeat(4000)}/${i}`);
@@ -919,7 +919,7 @@ test('slow consumer: a GET client that stops reading costs at most listenMaxQueu
 
 test('slow consumer: pending notifications are coalesced (one per URI), so a stalled client with few URIs loses nothing', async () => {
   await collecting<DropEvent>(channels.drop, async (drops) => {
-    await withServer({ listenMaxQueue: 20 }, async (server) => {
+    await withServer({ maxStreamQueue: 20 }, async (server) => {
       const { url, hub, endpoint } = server;
       const uris = Array.from({ length: 5 }, (_, i) => `file:///${'y'.repeat(8_000)}/${i}`);
       const sid = await session(url);

@@ -104,7 +104,7 @@ test('an empty filter still opens a stream that lives until a close reason', () 
   });
 });
 
-test('a busy sink: notifications queue up to listenMaxQueue, the rest are dropped with telemetry; the closing frames follow the queue', () => {
+test('a busy sink: notifications queue up to maxStreamQueue, the rest are dropped with telemetry; the closing frames follow the queue', () => {
   const drops: unknown[] = [];
   const onDrop = (e: unknown) => drops.push(e);
   channels.drop.subscribe(onDrop);
@@ -113,7 +113,7 @@ test('a busy sink: notifications queue up to listenMaxQueue, the rest are droppe
   const frames: Frame[] = [];
   const uris = Array.from({ length: 10 }, (_, i) => `file:///${i}`);
   const shutdown$ = new Subject<void>();
-  listenStream({ requestId: 1, filter: { resourceSubscriptions: uris }, hub, demand$, shutdown$, options: { listenMaxQueue: 4 } }).subscribe((f) => frames.push(f));
+  listenStream({ requestId: 1, filter: { resourceSubscriptions: uris }, hub, demand$, shutdown$, options: { maxStreamQueue: 4 } }).subscribe((f) => frames.push(f));
   demand$.next(false);
   for (const uri of uris) hub.notifyResourceUpdated(uri);
   hub.notifyResourceUpdated(uris[0]!); // coalesced with the pending one: not a drop

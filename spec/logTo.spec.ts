@@ -89,7 +89,7 @@ test('an authenticate hook that throws is an error line with the error; a failin
 test('dropped notifications: a debug line each, and a warn line at most once per interval with the count since the last', async () => {
   const { logger, lines } = recorder();
   const stop = logTo(logger, { dropWarningInterval: 60_000 });
-  const endpoint = new McpEndpoint({ hub: new Hub(), capabilities: { resources: true }, listenMaxQueue: 1 });
+  const endpoint = new McpEndpoint({ hub: new Hub(), capabilities: { resources: true }, maxStreamQueue: 1 });
   try {
     const request: EndpointRequest = {
       method: 'POST',

@@ -59,8 +59,8 @@ test('listen defaults', () => {
     keepAliveInterval: 15_000,
     listenIdleTimeout: 1_800_000,
     maxStreamLifetime: 3_600_000,
-    listenMaxQueue: 1000,
-    listenMaxQueueBytes: 1_048_576,
+    maxStreamQueue: 1000,
+    maxStreamQueueBytes: 1_048_576,
     closeNotice: 'cancelled-then-result',
   });
   ok(Object.isFrozen(DEFAULT_LISTEN_OPTIONS));
@@ -81,7 +81,7 @@ test('undefined values mean the default', () => {
       keepAliveInterval: undefined,
       listenIdleTimeout: undefined,
       maxStreamLifetime: undefined,
-      listenMaxQueue: undefined,
+      maxStreamQueue: undefined,
       closeNotice: undefined,
     } as unknown as Partial<ListenOptions>),
     DEFAULT_LISTEN_OPTIONS,
@@ -95,13 +95,13 @@ test('null input means no options', () => {
 });
 
 test('given values override only their own option, results frozen', () => {
-  const options = resolveListenOptions({ keepAliveInterval: 5, listenMaxQueue: 1, closeNotice: 'result-only' });
+  const options = resolveListenOptions({ keepAliveInterval: 5, maxStreamQueue: 1, closeNotice: 'result-only' });
   deepStrictEqual(options, {
     keepAliveInterval: 5,
     listenIdleTimeout: 1_800_000,
     maxStreamLifetime: 3_600_000,
-    listenMaxQueue: 1,
-    listenMaxQueueBytes: 1_048_576,
+    maxStreamQueue: 1,
+    maxStreamQueueBytes: 1_048_576,
     closeNotice: 'result-only',
   });
   ok(Object.isFrozen(options));
@@ -148,7 +148,7 @@ for (const name of ['keepAliveInterval', 'listenIdleTimeout', 'maxStreamLifetime
 }
 
 for (const [resolve, name] of [
-  [resolveListenOptions, 'listenMaxQueue'],
+  [resolveListenOptions, 'maxStreamQueue'],
   [resolveStreamLimits, 'maxListensPerPrincipal'],
   [resolveStreamLimits, 'maxStreams'],
 ] as const) {
@@ -187,7 +187,7 @@ test('a misspelt listen option is refused by name', () => {
   throwsOption(
     () => resolveListenOptions({ keepAliveIntervall: 5000 } as Partial<ListenOptions>),
     'keepAliveIntervall',
-    'keepAliveIntervall must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice), got 5000',
+    'keepAliveIntervall must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, maxStreamQueue, maxStreamQueueBytes, closeNotice), got 5000',
   );
 });
 
@@ -203,7 +203,7 @@ test('an option of the other group is unknown here', () => {
   throwsOption(
     () => resolveListenOptions({ maxStreams: 10 } as Partial<ListenOptions>),
     'maxStreams',
-    'maxStreams must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice), got 10',
+    'maxStreams must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, maxStreamQueue, maxStreamQueueBytes, closeNotice), got 10',
   );
 });
 
@@ -211,13 +211,13 @@ test('unknown keys are reported before bad values', () => {
   throwsOption(
     () => resolveListenOptions({ keepAliveInterval: -1, typo: 1 } as Partial<ListenOptions>),
     'typo',
-    'typo must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, listenMaxQueue, listenMaxQueueBytes, closeNotice), got 1',
+    'typo must be one of the known options (keepAliveInterval, listenIdleTimeout, maxStreamLifetime, maxStreamQueue, maxStreamQueueBytes, closeNotice), got 1',
   );
 });
 
 test('options are checked in declaration order', () => {
   throwsOption(
-    () => resolveListenOptions({ closeNotice: 'x' as never, listenMaxQueue: 0, keepAliveInterval: 0 }),
+    () => resolveListenOptions({ closeNotice: 'x' as never, maxStreamQueue: 0, keepAliveInterval: 0 }),
     'keepAliveInterval',
     'keepAliveInterval must be a positive integer of milliseconds, got 0',
   );
@@ -355,6 +355,34 @@ test('an option is declared in one table only, and the tables are what the endpo
       .sort(),
     'startReferenceServer takes every value option of what it is built from',
   );
+});
+
+test('the former names listenMaxQueue and listenMaxQueueBytes are read as maxStreamQueue and maxStreamQueueBytes; both names with different values are refused (issue 30)', () => {
+  // resolveListenOptions (and so listenPipeline, listenStream): the old name, the new one, both alike.
+  deepStrictEqual(resolveListenOptions({ listenMaxQueue: 7, listenMaxQueueBytes: 4096 }), resolveListenOptions({ maxStreamQueue: 7, maxStreamQueueBytes: 4096 }));
+  equal(resolveListenOptions({ listenMaxQueue: 7, maxStreamQueue: 7 }).maxStreamQueue, 7);
+  equal(resolveListenOptions({ listenMaxQueue: undefined, maxStreamQueue: 9 }).maxStreamQueue, 9);
+  ok(!('listenMaxQueue' in resolveListenOptions({ listenMaxQueue: 7 })), 'the resolved options have the new names only');
+  throwsOption(
+    () => resolveListenOptions({ listenMaxQueue: 7, maxStreamQueue: 8 }),
+    'listenMaxQueue',
+    'listenMaxQueue must be left out or equal to maxStreamQueue (its new name, given as 8), got 7',
+  );
+  throwsOption(() => resolveListenOptions({ listenMaxQueueBytes: 0 }), 'listenMaxQueueBytes', 'listenMaxQueueBytes must be a positive integer of bytes, got 0');
+  // McpEndpoint: each name reaches the streams' queue; both with different values is an InvalidOptionError.
+  const hub = new Hub();
+  for (const options of [{ listenMaxQueue: 3, listenMaxQueueBytes: 2048 }, { maxStreamQueue: 3, maxStreamQueueBytes: 2048 }]) {
+    const endpoint = new McpEndpoint({ hub, ...options });
+    equal(endpoint.listenOptions.maxStreamQueue, 3);
+    equal(endpoint.listenOptions.maxStreamQueueBytes, 2048);
+    endpoint.close();
+  }
+  throwsOption(
+    () => new McpEndpoint({ hub, maxStreamQueueBytes: 2048, listenMaxQueueBytes: 4096 }),
+    'listenMaxQueueBytes',
+    'listenMaxQueueBytes must be left out or equal to maxStreamQueueBytes (its new name, given as 2048), got 4096',
+  );
+  hub.close();
 });
 
 test('McpEndpoint and startReferenceServer accept every option of their tables at its default (issue 31 item 8)', () => {

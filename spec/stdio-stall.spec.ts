@@ -1,6 +1,6 @@
 // A host that stops reading the server's stdout (issue 23): a real child process serving stdio, one
 // listen on 1000 URIs, 100 000 changes published while the host reads nothing. The server's memory
-// stays bounded (its queue: listenMaxQueueBytes, 1 MiB, plus stdout's buffer up to the channel's
+// stays bounded (its queue: maxStreamQueueBytes, 1 MiB, plus stdout's buffer up to the channel's
 // 64 KiB mark, plus what the kernel's pipe holds), no answer is lost, and the stream goes on.
 import { deepStrictEqual, ok, strictEqual } from 'node:assert';
 import { type ChildProcess, spawn } from 'node:child_process';

@@ -67,7 +67,7 @@ async function noUncaught(body: () => Promise<void>): Promise<void> {
 
 /* The byte budget of a stream's queue */
 
-test('a stalled listen with a 1 KiB id and 1000 URIs holds at most listenMaxQueueBytes, drops past it with telemetry; once drained its closing frames follow', async () => {
+test('a stalled listen with a 1 KiB id and 1000 URIs holds at most maxStreamQueueBytes, drops past it with telemetry; once drained its closing frames follow', async () => {
   await collecting<DropEvent>(channels.drop, async (drops) => {
     // Three rounds of the same 1000 URIs in one turn fill the queue (storms collapse otherwise).
     const hub = new Hub({ coalesce: false });
@@ -81,7 +81,7 @@ test('a stalled listen with a 1 KiB id and 1000 URIs holds at most listenMaxQueu
       hub,
       demand$,
       shutdown$,
-      options: { listenMaxQueueBytes: budget },
+      options: { maxStreamQueueBytes: budget },
     }).subscribe((frame) => frames.push(frame));
     demand$.next(false);
     for (let round = 0; round < 3; round++) for (const uri of uris(1000)) hub.notifyResourceUpdated(uri);
@@ -128,7 +128,7 @@ test('dropWhenQueueExceeds: the byte budget drops notifications, counts control 
   for (const bytes of [0, -1, 1.5, Number.NaN, 2 ** 60]) {
     assert.throws(() => dropWhenQueueExceeds({ notifications: 1, bytes }, demand$), (error: unknown) => error instanceof InvalidOptionError && /dropWhenQueueExceeds bytes/.test(error.message));
   }
-  assert.throws(() => new McpEndpoint({ hub: new Hub(), listenMaxQueueBytes: 0 }), /listenMaxQueueBytes must be a positive integer of bytes, got 0/);
+  assert.throws(() => new McpEndpoint({ hub: new Hub(), maxStreamQueueBytes: 0 }), /maxStreamQueueBytes must be a positive integer of bytes, got 0/);
 });
 
 /* Ids and URIs are bounded before a stream opens */
@@ -169,7 +169,7 @@ test('a request id past 1 KiB (UTF-8 bytes) or a URI past 8 KiB is refused namin
 test('node adapter: a burst of 1000 notifications with a 1 KiB id in one tick is written in bounded chunks, never one string', async () => {
   // The burst (1.2 MB) is more than the default byte budget can hold while the socket drains: a
   // budget of 4 MiB lets every notification through, so that the chunks can be counted.
-  const endpoint = new McpEndpoint({ hub: new Hub(), listenMaxQueueBytes: 4 * 1024 * 1024 });
+  const endpoint = new McpEndpoint({ hub: new Hub(), maxStreamQueueBytes: 4 * 1024 * 1024 });
   const writes: number[] = [];
   const s = await serve(endpoint, (res) => {
     const write = res.write.bind(res) as (chunk: unknown) => boolean;

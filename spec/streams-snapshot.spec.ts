@@ -62,7 +62,7 @@ test('a listen stream: era, id, principal, request id, opened at, filter counts;
 });
 
 test('a client that is not reading: its queued frames and bytes, then coalesced and dropped notifications; the last notification time moves', async () => {
-  const endpoint = endpointWith({ listenMaxQueue: 2 });
+  const endpoint = endpointWith({ maxStreamQueue: 2 });
   const demand$ = new BehaviorSubject(false);
   const frames = await openInProcess(endpoint, 1, { toolsListChanged: true, resourceSubscriptions: ['file:///a', 'file:///b', 'file:///c'] }, 'cy', demand$);
   assert.equal(frames.length, 0, 'the ack waits in the queue');
@@ -78,7 +78,7 @@ test('a client that is not reading: its queued frames and bytes, then coalesced 
   await new Promise((resolve) => setImmediate(resolve));
   hub.notifyResourceUpdated('file:///b');
   await new Promise((resolve) => setImmediate(resolve));
-  hub.notifyResourceUpdated('file:///c'); // a third notification: over listenMaxQueue 2, dropped
+  hub.notifyResourceUpdated('file:///c'); // a third notification: over maxStreamQueue 2, dropped
   await new Promise((resolve) => setImmediate(resolve));
   [info] = endpoint.streams();
   assert.deepEqual([info!.queuedFrames, info!.dropped, info!.coalesced], [3, 1, 1]);

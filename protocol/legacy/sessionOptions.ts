@@ -111,7 +111,7 @@ export interface LegacySessionsInit {
   readonly instructions: string | undefined;
   /**
    * What every GET stream of the endpoint shares, made once from its options (`keepAliveInterval`,
-   * `maxStreamLifetime`, `reconnectDelay`, `listenMaxQueue`, `listenMaxQueueBytes`, the shutdown signal).
+   * `maxStreamLifetime`, `reconnectDelay`, `maxStreamQueue`, `maxStreamQueueBytes`, the shutdown signal).
    */
   readonly streams: SessionPlans;
   readonly slots: StreamSlots;

@@ -217,12 +217,12 @@ test('M9: at maxStreams a listen gets 503 and -32000, and nobody is superseded',
   });
 });
 
-test('M10: a client that stops reading costs at most listenMaxQueue notifications; others get everything', async () => {
+test('M10: a client that stops reading costs at most maxStreamQueue notifications; others get everything', async () => {
   const drops: DropEvent[] = [];
   const onDrop = (e: unknown) => drops.push(e as DropEvent);
   channels.drop.subscribe(onDrop);
   try {
-    await withServer({ listenMaxQueue: 20 }, async ({ url, hub, endpoint }) => {
+    await withServer({ maxStreamQueue: 20 }, async ({ url, hub, endpoint }) => {
       // Long URIs fill the socket buffers quickly; many of them defeat coalescing.
       const uris = Array.from({ length: 100 }, (_, i) => `file:///${'x'.repeat(4000)}/${i}`);
       const healthy = await SseConnection.open(url, listenBody('h', { resourceSubscriptions: [uris[0]] }));

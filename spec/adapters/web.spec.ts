@@ -274,14 +274,14 @@ test('M7: a server-side close ends the body with cancelled, then the result, the
 
 // 3. Backpressure: desiredSize says busy, pull says ready.
 
-test('M10: a consumer that does not read costs at most listenMaxQueue notifications; reading delivers them in order', async () => {
+test('M10: a consumer that does not read costs at most maxStreamQueue notifications; reading delivers them in order', async () => {
   const drops: DropEvent[] = [];
   const onDrop = (e: unknown) => drops.push(e as DropEvent);
   channels.drop.subscribe(onDrop);
   try {
     const highWaterMark = 1024;
-    const listenMaxQueue = 20;
-    await withEndpoint({ listenMaxQueue }, async ({ listen, hub, endpoint }) => {
+    const maxStreamQueue = 20;
+    await withEndpoint({ maxStreamQueue }, async ({ listen, hub, endpoint }) => {
       const uris = Array.from({ length: 100 }, (_, i) => `file:///r/${String(i).padStart(3, '0')}`);
       const body = await listen(post(listenBody('bp', { resourceSubscriptions: uris })));
       const ack = ackFrame('bp', { resourceSubscriptions: uris });
@@ -292,14 +292,14 @@ test('M10: a consumer that does not read costs at most listenMaxQueue notificati
       for (let round = 0; round < rounds; round++) for (const uri of uris) hub.notifyResourceUpdated(uri);
 
       // Every frame has the same length: the body's queue takes frames until it holds
-      // highWaterMark bytes (desiredSize <= 0), then the stream holds listenMaxQueue more.
+      // highWaterMark bytes (desiredSize <= 0), then the stream holds maxStreamQueue more.
       const size = updatedFrame('bp', uris[0]!).length;
       const inBody = Math.ceil(highWaterMark / size);
-      const expected = uris.slice(0, inBody + listenMaxQueue);
+      const expected = uris.slice(0, inBody + maxStreamQueue);
       assert.ok(drops.length > 0, 'the busy stream dropped notifications');
       for (const drop of drops) {
         assert.equal(drop.topic, 'resource');
-        assert.ok(drop.queueLength <= listenMaxQueue, `queue held ${drop.queueLength}`);
+        assert.ok(drop.queueLength <= maxStreamQueue, `queue held ${drop.queueLength}`);
       }
       assert.equal(endpoint.stats.streams, 1, 'the busy stream is not closed for it');
 
@@ -324,7 +324,7 @@ test('M10: an identical burst while the consumer does not read loses nothing: on
   channels.drop.subscribe(onDrop);
   try {
     const highWaterMark = 1024;
-    await withEndpoint({ listenMaxQueue: 20 }, async ({ listen, hub }) => {
+    await withEndpoint({ maxStreamQueue: 20 }, async ({ listen, hub }) => {
       const fillers = Array.from({ length: 20 }, (_, i) => `file:///f/${String(i).padStart(3, '0')}`);
       const hot = 'file:///hot';
       const body = await listen(post(listenBody(1, { resourceSubscriptions: [...fillers, hot] })));

@@ -243,7 +243,7 @@ export function channelProtocolSuite(name: string, connect: Connect, extra: { re
   });
 
   test('a client that stops reading: notifications wait in the bounded queue (coalesced, then dropped), answers are never lost, and the stream resumes in order', async () => {
-    await withChannel(connect, { listenMaxQueue: 50 }, async ({ hub, endpoint, peer, connected }) => {
+    await withChannel(connect, { maxStreamQueue: 50 }, async ({ hub, endpoint, peer, connected }) => {
       const uris = Array.from({ length: 1000 }, (_, i) => `file:///doc/${i}`);
       peer.send(listen('bulk', { resourceSubscriptions: uris }));
       await until(() => peer.tagged('bulk').length === 1, 'the ack', 8_000);

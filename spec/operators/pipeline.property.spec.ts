@@ -46,8 +46,8 @@ interface Setup {
   readonly keepAliveInterval: number;
   readonly listenIdleTimeout: number;
   readonly maxStreamLifetime: number;
-  readonly listenMaxQueue: number;
-  readonly listenMaxQueueBytes: number;
+  readonly maxStreamQueue: number;
+  readonly maxStreamQueueBytes: number;
   readonly closeNotice: 'cancelled-then-result' | 'result-only';
   readonly expiresAt: number | undefined;
   readonly requestId: number | string;
@@ -61,8 +61,8 @@ const setup: fc.Arbitrary<Setup> = fc.record({
   keepAliveInterval: fc.integer({ min: 1, max: 60 }),
   listenIdleTimeout: fc.integer({ min: 1, max: 300 }),
   maxStreamLifetime: fc.integer({ min: 1, max: 800 }),
-  listenMaxQueue: fc.integer({ min: 1, max: 6 }),
-  listenMaxQueueBytes: fc.constantFrom(1_048_576, 400, 250),
+  maxStreamQueue: fc.integer({ min: 1, max: 6 }),
+  maxStreamQueueBytes: fc.constantFrom(1_048_576, 400, 250),
   closeNotice: fc.constantFrom('cancelled-then-result' as const, 'result-only' as const),
   expiresAt: fc.option(fc.integer({ min: -10, max: 900 }), { nil: undefined }),
   requestId: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constantFrom('7', 'listen-1')),
@@ -141,8 +141,8 @@ const listenOptions = (input: Setup) => ({
   keepAliveInterval: input.keepAliveInterval,
   listenIdleTimeout: input.listenIdleTimeout,
   maxStreamLifetime: input.maxStreamLifetime,
-  listenMaxQueue: input.listenMaxQueue,
-  listenMaxQueueBytes: input.listenMaxQueueBytes,
+  maxStreamQueue: input.maxStreamQueue,
+  maxStreamQueueBytes: input.maxStreamQueueBytes,
   closeNotice: input.closeNotice,
 });
 
@@ -189,7 +189,7 @@ function pipedListen(input: Setup, between: () => MonoTypeOperatorFunction<Frame
       between(),
       tagSubscriptionId(input.requestId),
       between(),
-      dropWhenQueueExceeds({ notifications: input.listenMaxQueue, bytes: input.listenMaxQueueBytes }, signals.demand$, undefined, {
+      dropWhenQueueExceeds({ notifications: input.maxStreamQueue, bytes: input.maxStreamQueueBytes }, signals.demand$, undefined, {
         stallGraceMs: 0,
       }),
     );
@@ -214,7 +214,7 @@ function assembledSession(input: Setup) {
         expiresAt: input.expiresAt,
         supersede$: signals.supersede$,
         shutdown$: signals.shutdown$,
-        queue: { notifications: input.listenMaxQueue, bytes: input.listenMaxQueueBytes },
+        queue: { notifications: input.maxStreamQueue, bytes: input.maxStreamQueueBytes },
         demand$: signals.demand$,
         scheduler,
       }),
@@ -241,7 +241,7 @@ function pipedSession(input: Setup, between: () => MonoTypeOperatorFunction<Fram
         'end',
       ),
       between(),
-      dropWhenQueueExceeds({ notifications: input.listenMaxQueue, bytes: input.listenMaxQueueBytes }, signals.demand$, undefined, {
+      dropWhenQueueExceeds({ notifications: input.maxStreamQueue, bytes: input.maxStreamQueueBytes }, signals.demand$, undefined, {
         stallGraceMs: 0,
       }),
     );
