@@ -28,7 +28,7 @@ import type { StreamInfo, StreamsOptions } from './inspect.js';
 import type { LiveSession } from './legacy/liveSession.js';
 import { placementOf } from './legacy/placement.js';
 import { LegacySessions, type SessionStats } from './legacy/sessions.js';
-import { ListenStreams } from './listen.js';
+import { Listens } from './listen.js';
 import { type ChannelEnd, type ChannelHold, OpenChannels } from './openChannels.js';
 import type { ProtocolOptions, ResolvedProtocolOptions } from './options.js';
 import { ProviderFeeds } from './providerFeeds.js';
@@ -129,7 +129,7 @@ export class ProtocolCore {
   readonly #options: ProtocolOptions;
   readonly #legacy: LegacySessions | undefined;
   readonly #maxSubscriptionsPerSession: number;
-  readonly #listens: ListenStreams;
+  readonly #listens: Listens;
   readonly #feeds: ProviderFeeds;
   /** The credentials of open streams that are checked again while they are open (`AuthInfo.recheck`), both eras. */
   readonly #credentials: CredentialChecks;
@@ -178,7 +178,7 @@ export class ProtocolCore {
       http: listenPlans(listenOptions, this.#shutdown, scheduler),
       channel: listenPlans(listenOptions, this.#shutdown, scheduler, 'control'),
     };
-    this.#listens = new ListenStreams({
+    this.#listens = new Listens({
       hub: this.hub,
       slots: this.slots,
       principals: this.principals,

@@ -23,7 +23,7 @@ import { listenTrace, traceAbandoned, traced, traceWatcher } from './trace.js';
  * What the listen streams of an endpoint are built from (the endpoint's resolved options).
  * @internal
  */
-export interface ListenStreamsInit {
+export interface ListensInit {
   readonly hub: Hub;
   readonly slots: StreamSlots;
   readonly principals: PrincipalCap;
@@ -41,20 +41,21 @@ export interface ListenStreamsInit {
 }
 
 /**
- * The `subscriptions/listen` streams of an endpoint (modern era, DESIGN M1–M14): admission
- * through the server-wide slots and the per-principal cap, the filter's authorization, and the
- * release of all of it when a stream ends. The endpoint routes to it; it is not used on its own.
+ * The `subscriptions/listen` streams of an endpoint (modern era, DESIGN M1–M14), the modern
+ * counterpart of `LegacySessions`: admission through the server-wide slots and the per-principal
+ * cap, the filter's authorization, each stream (`listenStreamOf`: the operators' stages) and the
+ * release of all of it when a stream ends. The core routes to it; it is not used on its own.
  * @internal
  */
-export class ListenStreams {
-  readonly #init: ListenStreamsInit;
+export class Listens {
+  readonly #init: ListensInit;
   /** The open listen streams, oldest first. */
   readonly #open = new Set<OpenListen>();
   /** The number of the next stream (its snapshot id). */
   #serial = 0;
   #closed = false;
 
-  constructor(init: ListenStreamsInit) {
+  constructor(init: ListensInit) {
     this.#init = init;
   }
 

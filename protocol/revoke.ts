@@ -4,7 +4,7 @@
 import { InvalidOptionError, McpRxError } from '../lib/errors.js';
 import { isCloseReason, type CloseReason } from '../lib/frame.js';
 import type { LegacySessions } from './legacy/sessions.js';
-import type { ListenStreams } from './listen.js';
+import type { Listens } from './listen.js';
 import { OpenChannels } from './openChannels.js';
 
 /** What `McpEndpoint.revoke` ended on this node. */
@@ -53,7 +53,7 @@ export function reasonArgument(reason: unknown): CloseReason {
  * `reason` for listens; GET streams end and sessions are removed), on the other nodes through the
  * cap and the session bus. @internal
  */
-export async function revokePrincipal(listens: ListenStreams, legacy: LegacySessions | OpenChannels, principal: string, reason: CloseReason): Promise<RevokeResult> {
+export async function revokePrincipal(listens: Listens, legacy: LegacySessions | OpenChannels, principal: string, reason: CloseReason): Promise<RevokeResult> {
   const listened = listens.revoke(principal, reason);
   // The legacy sessions end the principal's channels with theirs; without them, the channels alone.
   const ended = legacy instanceof OpenChannels ? { sessions: legacy.revoke(principal, reason) } : await legacy.revoke(principal, reason);
