@@ -40,7 +40,7 @@ export function withEventIds(log: EventLog): MonoTypeOperatorFunction<Frame> {
  * outlives its streams. @internal
  */
 export function stampInOrder(
-  log: EventLog,
+  log: Pick<EventLog, 'append'>,
   frame: Frame,
   held: HeldFrames<Frame> | undefined,
   sink: HeldFramesSink<Frame>,

@@ -64,7 +64,8 @@ const DECIMAL = /^[0-9]+$/;
  * keys expire `ttl` after the last append (and with the record, see {@link RedisSessionStore}).
  *
  * Commands are not queued while Redis is unreachable: an append fails at once (the endpoint
- * reports it on `channels.error` and does not write that frame), and so does a reconnect's read.
+ * reports it on `channels.error`, does not write that frame, and appends the change again later,
+ * see docs/fleet.md), and so does a reconnect's read.
  *
  * @example
  * const eventLog = redisEventLogs({ redis: 'redis://10.0.0.5:6379', capacity: 100, ttl: 1_860_000 });

@@ -1,12 +1,14 @@
 import type { QueueStage } from '../../operators/dropWhenQueueExceeds.js';
 import type { HeldFrames, HeldFramesSink } from '../../operators/heldFrames.js';
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { stampInOrder } from '../../operators/withEventIds.js';
 import { NO_SCOPES } from '../../lib/auth.js';
+import { Clock } from '../../lib/clock.js';
 import type { RequestContext } from '../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../lib/frame.js';
 import { type Hub, type HubTarget, NotificationMethod } from '../../lib/hub.js';
 import { encodeMessage, encodeResourceUpdated } from '../../lib/encode.js';
-import type { EventLog } from '../../lib/replayBuffer.js';
+import { type EventLog, isThenable } from '../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../lib/session.js';
 import { reportError, type StopReason } from '../../lib/telemetry.js';
 import { SubscriptionSet } from '../subscriptionSet.js';
@@ -76,8 +78,11 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
   scopes: ReadonlySet<string> = NO_SCOPES;
   // Frames waiting for an earlier frame's asynchronous append (a shared log), made at the first one.
   #held: HeldFrames<Frame> | undefined = undefined;
+  // Changes whose frame the log failed to take, appended again later; made at the first failure.
+  #unlogged: Unlogged | undefined = undefined;
+  readonly #scheduler: SchedulerLike;
 
-  constructor(record: SessionRecord, log: EventLog) {
+  constructor(record: SessionRecord, log: EventLog, scheduler: SchedulerLike = asyncScheduler) {
     // Its subscriptions: the persisted list, kept in step with the store, and their live sources.
     super(record.subscriptions);
     this.id = record.id;
@@ -85,6 +90,7 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
     this.protocolVersion = record.protocolVersion;
     this.#activity = record.lastActivity - ORIGIN;
     this.log = log;
+    this.#scheduler = scheduler;
   }
 
   /** When the session was last active, in milliseconds since the epoch (on the endpoint's clock). */
@@ -119,12 +125,58 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
   /**
    * Stamps `frame` with the session's next event id (the log keeps it for replay) and writes it to
    * the live GET stream, if any; in order, also when the log's appends are asynchronous. A frame
-   * the log failed to take is reported on `channels.error` and not written; the frames after it go on.
+   * the log failed to take (a shared log while Redis is unreachable or changes hands) is reported on
+   * `channels.error` and not written; the frames after it go on, and the change is announced later:
+   * see {@link append}.
    */
   deliver(frame: MessageFrame): void {
     // A storm of identical notifications (1000 tools/list_changed from a registry's loop) reaches
     // a session once (the hub collapses it, HubOptions.coalesce), so a collapsed one takes no id.
-    this.#held = stampInOrder(this.log, frame, this.#held, this);
+    this.#held = stampInOrder(this, frame, this.#held, this);
+  }
+
+  /**
+   * Appends `frame` to the log (for {@link deliver}). A frame the log fails to take is appended
+   * again later (after 250 ms, the wait doubling up to 4 s while it keeps failing), with the next
+   * id, unless a later frame of the same coalescing key (the same URI's `resources/updated`, the
+   * same list's `list_changed`) was logged meanwhile: a change made while the log was unreachable is
+   * heard late, never silently lost, and the ids stay consecutive. Nothing is kept once the session
+   * has ended (another node keeps it then, or nobody) or its endpoint has closed.
+   */
+  append(frame: MessageFrame): MessageFrame | Promise<MessageFrame> {
+    const stamped = this.log.append(frame);
+    if (isThenable(stamped)) {
+      stamped.then(
+        () => {
+          const unlogged = this.#unlogged;
+          if (unlogged === undefined) return;
+          unlogged.frames.delete(frame.coalesceKey ?? frame);
+          // Everything was logged: the next failure starts from the shortest wait again.
+          if (unlogged.frames.size === 0 && unlogged.timer === undefined) this.#unlogged = undefined;
+        },
+        () => this.#failed(frame),
+      );
+    }
+    return stamped;
+  }
+
+  #failed(frame: MessageFrame): void {
+    if (this.#ended) return;
+    const unlogged = (this.#unlogged ??= { frames: new Map(), delay: UNLOGGED_RETRY_MS, timer: undefined });
+    unlogged.frames.set(frame.coalesceKey ?? frame, frame);
+    if (unlogged.timer !== undefined) return;
+    unlogged.timer = Clock.of(this.#scheduler).after(unlogged.delay, () => this.#appendAgain());
+    unlogged.delay = Math.min(2 * unlogged.delay, UNLOGGED_RETRY_MAX_MS);
+  }
+
+  #appendAgain(): void {
+    const unlogged = this.#unlogged;
+    if (unlogged === undefined) return;
+    unlogged.timer = undefined;
+    const frames = [...unlogged.frames.values()];
+    unlogged.frames.clear();
+    if (frames.length === 0 || this.#ended) this.#unlogged = undefined;
+    else for (const frame of frames) this.deliver(frame);
   }
 
   /** A stamped frame whose turn came (see {@link deliver}). */
@@ -141,6 +193,13 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
   /** Marks the session ended (deleted, evicted, or its subscriptions are kept by another node now). */
   finish(): void {
     this.#ended = true;
+    this.dropUnlogged();
+  }
+
+  /** Forgets the changes its log failed to take (see {@link append}): the session ended, or its node closed. */
+  dropUnlogged(): void {
+    this.#unlogged?.timer?.unsubscribe();
+    this.#unlogged = undefined;
   }
 
   /**
@@ -175,6 +234,17 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
     this.release('the GET stream closed');
   }
 }
+
+/** Changes a session's log failed to take, by coalescing key, and when they are appended again. */
+interface Unlogged {
+  readonly frames: Map<string | MessageFrame, MessageFrame>;
+  /** The wait before the next attempt after this one. */
+  delay: number;
+  timer: { unsubscribe(): void } | undefined;
+}
+
+const UNLOGGED_RETRY_MS = 250;
+const UNLOGGED_RETRY_MAX_MS = 4000;
 
 /** The epoch time the process started with: session activity times are kept relative to it. */
 const ORIGIN = Date.now();

@@ -435,6 +435,8 @@ export class LegacySessions {
       .catch((error: unknown) => reportError('source', error))
       .finally(() => {
         this.#handing.clear();
+        // What a log failed to take is not tried again once the node has let its sessions go.
+        for (const session of this.#sessions.values()) session.dropUnlogged();
         this.#disconnect?.();
       }));
   }
@@ -501,7 +503,7 @@ export class LegacySessions {
   }
 
   #adopt(record: SessionRecord): LiveSession {
-    const session = new LiveSession(record, this.#init.eventLog(record.id));
+    const session = new LiveSession(record, this.#init.eventLog(record.id), this.#init.scheduler);
     this.#sessions.set(session.id, session);
     let own = this.#byPrincipal.get(session.principal);
     if (own === undefined) this.#byPrincipal.set(session.principal, (own = new Set()));
