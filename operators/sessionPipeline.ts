@@ -68,7 +68,10 @@ export interface SessionPipelineInit {
  * ```
  *
  * fused: the same operators' stages under one subscriber, their time from the scheduler's one
- * shared clock. Piping those operators one by one gives the same frames at the same times.
+ * shared clock. Piping those operators one by one gives the same frames at the same times. This
+ * operator publishes no telemetry; the streams an endpoint serves (`sessionStages` with a watcher)
+ * end with the telemetry stage a listen ends with too ({@link TelemetryStage}: `start` and `stop`,
+ * era `legacy`).
  *
  * @example
  * feed$.pipe(sessionPipeline({ lastEventId, log, reconnectDelay: 1000, keepAliveInterval: 15_000,
