@@ -34,6 +34,13 @@ export interface RedisPrincipalCapStats {
   readonly revoked: number;
   /** Redis work not done (offline, error): recorded or removed again after (re)connecting. */
   readonly failures: number;
+  /**
+   * Heartbeats (one per principal this node has streams of, every `heartbeatTtl / 3`) that found
+   * every stream this node had recorded for it still in Redis. After a failover, the first one
+   * says this node's part of the fleet-wide count is whole again (a lost record is recorded again
+   * by the heartbeat that notices it, and confirmed by the next).
+   */
+  readonly confirmedBeats: number;
 }
 
 interface Entry {
@@ -160,7 +167,7 @@ export class RedisPrincipalCap implements PrincipalCap {
   #unrecorded = false;
   readonly #heartbeat: Subscription;
   #nextId = 0;
-  #stats = { recorded: 0, superseded: 0, revoked: 0, failures: 0 };
+  #stats = { recorded: 0, superseded: 0, revoked: 0, failures: 0, confirmedBeats: 0 };
   #closing: Promise<void> | undefined;
 
   constructor(options: RedisPrincipalCapOptions) {
@@ -380,7 +387,9 @@ export class RedisPrincipalCap implements PrincipalCap {
       this.#commands.mcpRxCapBeat(this.#setKey(principal), this.#beatsKey(principal), this.nodeId, this.#heartbeatTtl, ...members).then(
         (held) => {
           // Redis lost some of them (a failover): record them again, with their scores, if still live.
-          if (held < members.length) for (const entry of recorded) if (entry.live) this.#record(entry);
+          if (held < members.length) {
+            for (const entry of recorded) if (entry.live) this.#record(entry);
+          } else this.#stats.confirmedBeats++;
         },
         () => void this.#stats.failures++,
       );

@@ -290,6 +290,11 @@ export async function failoverScenario(
   // The cap, fleet-wide on the new primary: with listens 1 (A) and 2 (B) live, a third on B fits
   // and a fourth supersedes the oldest, on A.
   const [third, fourth] = await step('the cap across nodes', async () => {
+    // The count converges after the failover: A's heartbeat records again what the promoted
+    // replica had not received (listen 1), then confirms it; only then is listen 1 the oldest the
+    // fleet knows (before, a fourth listen would supersede listen 2, the oldest Redis held).
+    const confirmed = a.principals.stats.confirmedBeats;
+    await eventually(() => a.principals.stats.confirmedBeats > confirmed, 12_000, "A's cap heartbeat to find listen 1 recorded");
     const recorded = b.principals.stats.recorded;
     const third = await listen(b, 3, [LATER]);
     await eventually(() => b.principals.stats.recorded === recorded + 1, 5000, 'the third listen to be recorded');
