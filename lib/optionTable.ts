@@ -39,6 +39,8 @@ export interface OptionSpec<T> {
    * (`keepAliveInterval` is `--keep-alive-interval`: an option keeps its name).
    */
   readonly flag: false | undefined;
+  /** The option's former name, still read in code as this one (deprecated); `undefined` when it has none. */
+  readonly formerly: string | undefined;
   /** A value given in code: returned typed, or an InvalidOptionError naming `label` (the option's public name). */
   check(label: string, value: unknown): T;
   /** A value written as text (a command-line flag's): converted and checked, or an InvalidOptionError naming `label` (`--keep-alive-interval`). */
@@ -61,6 +63,12 @@ export interface Declaration<T> {
   readonly shownDefault?: string;
   /** `false`: the option has no command-line flag. */
   readonly flag?: false;
+  /**
+   * The option's former name, when it was renamed: still accepted in code (an options object), read
+   * as this option and checked under the name it was given by; giving both names with different
+   * values is refused. Its flag has the new name only.
+   */
+  readonly formerly?: string;
 }
 
 const MIB = 1_048_576;
@@ -90,6 +98,7 @@ function spec<T>(
     unit: kind.unit,
     placeholder: kind.placeholder,
     flag: declared.flag,
+    formerly: declared.formerly,
     check: kind.check,
     read: kind.read,
   });
@@ -211,27 +220,59 @@ export function defaultsOf<O>(table: OptionTable<O>): Readonly<O> {
 
 /**
  * The options of `table` among `given` (which may hold others): each checked in declaration order,
- * `undefined` (or absent) meaning its default. Nothing else of `given` is looked at.
- * @throws InvalidOptionError naming the first option with a value it cannot use.
+ * `undefined` (or absent) meaning its default; an option given by its former name
+ * ({@link Declaration.formerly}) is read as itself. Nothing else of `given` is looked at.
+ * @throws InvalidOptionError naming the first option with a value it cannot use (by the name it was
+ *   given by), or a former name given beside the new one with another value.
  * @internal
  */
 export function readOptions<O>(table: OptionTable<O>, given: object): O {
   const values: Record<string, unknown> = {};
   for (const name of namesOf(table)) {
-    const value = (given as Record<string, unknown>)[name];
-    values[name] = value === undefined ? table[name].default : table[name].check(name, value);
+    const spec = table[name];
+    let value = (given as Record<string, unknown>)[name];
+    const former = spec.formerly === undefined ? undefined : (given as Record<string, unknown>)[spec.formerly];
+    if (former !== undefined) {
+      if (value !== undefined && value !== former) {
+        throw new InvalidOptionError(spec.formerly!, `left out or equal to ${name} (its new name, given as ${JSON.stringify(value)})`, former);
+      }
+      if (value === undefined) value = spec.check(spec.formerly!, former);
+    }
+    values[name] = value === undefined ? spec.default : spec.check(name, value);
   }
   return values as O;
 }
 
+/** The former names of `table`'s options ({@link Declaration.formerly}). */
+function formerNamesOf(table: AnyOptionTable): string[] {
+  const names: string[] = [];
+  for (const spec of Object.values(table)) if (spec.formerly !== undefined) names.push(spec.formerly);
+  return names;
+}
+
 /**
- * An options object of `table` alone, complete and frozen: a key that is not one of its options is
- * refused first (a misspelled option must not be ignored silently), then each option is checked as
- * {@link readOptions} does. `undefined` and `null` input mean no options.
+ * An options object of `table` alone, complete and frozen: a key that is not one of its options
+ * (or a former name of one) is refused first (a misspelled option must not be ignored silently),
+ * then each option is checked as {@link readOptions} does. `undefined` and `null` input mean no
+ * options.
  * @throws InvalidOptionError naming `label` when `input` is not an object, else the unknown key or
  *   the first unusable value.
  * @internal
  */
 export function resolveOptions<O>(label: string, table: OptionTable<O>, input: unknown): Readonly<O> {
-  return Object.freeze(readOptions(table, knownKeys(label, input, namesOf(table))));
+  const formers = formerNamesOf(table as AnyOptionTable);
+  // The unknown key's message lists the current names only: a former name is not a way to write it now.
+  knownKeys(label, formers.some((name) => isObject(input) && Object.hasOwn(input, name)) ? without(input as object, formers) : input, namesOf(table));
+  return Object.freeze(readOptions(table, (input ?? {}) as object));
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+/** A copy of `given` without `keys`. */
+function without(given: object, keys: readonly string[]): object {
+  const copy: Record<string, unknown> = { ...given };
+  for (const key of keys) delete copy[key];
+  return copy;
 }

@@ -3,7 +3,6 @@
  * {@link STREAM_LIMITS}) and validated once at construction (DESIGN M13).
  */
 import { MAX_TIMER_DELAY } from './clock.js';
-import { InvalidOptionError } from './errors.js';
 import { defaultsOf, option, resolveOptions, type OptionTable } from './optionTable.js';
 
 /** What a server-side close sends before the stream ends (DESIGN M7). */
@@ -38,7 +37,8 @@ export interface ListenOptions {
 
 /**
  * The former names of two {@link ListenOptions}, still accepted wherever listen options are given
- * (an endpoint's options, {@link resolveListenOptions}, `listenPipeline`) and read as the new ones.
+ * (an endpoint's options, {@link resolveListenOptions}, `listenPipeline`) and read as the new ones
+ * (their table entries say so: `formerly`). Giving both names with different values is refused.
  */
 export interface DeprecatedListenOptions {
   /** @deprecated Renamed {@link ListenOptions.maxStreamQueue} (it bounds legacy GET streams too); read as it. */
@@ -49,49 +49,6 @@ export interface DeprecatedListenOptions {
 
 /** Listen options as they are given: any of them, under their names or the former ones. */
 export type ListenOptionsInput = Partial<ListenOptions> & DeprecatedListenOptions;
-
-/**
- * Each former name of a listen option ({@link DeprecatedListenOptions}) and its name now.
- * @internal
- */
-export const RENAMED_LISTEN_OPTIONS: Readonly<Record<keyof DeprecatedListenOptions, keyof ListenOptions>> = Object.freeze({
-  listenMaxQueue: 'maxStreamQueue',
-  listenMaxQueueBytes: 'maxStreamQueueBytes',
-});
-
-/**
- * `given` with the former names of listen options ({@link DeprecatedListenOptions}) read as their
- * new ones: a copy without them, or `given` itself when it has none (anything but an object is
- * returned as it is, for its resolver to refuse).
- *
- * @example
- * ```ts
- * withCurrentNames({ listenMaxQueue: 50 }); // → { maxStreamQueue: 50 }
- * withCurrentNames({ listenMaxQueue: 50, maxStreamQueue: 60 });
- * // throws InvalidOptionError: listenMaxQueue must be left out or equal to maxStreamQueue (its new name, given as 60), got 50
- * ```
- * @throws InvalidOptionError naming the former name when its value is unusable, or when it and the
- *   new name are both given with different values.
- * @internal
- */
-export function withCurrentNames<T>(given: T): T {
-  if (typeof given !== 'object' || given === null) return given;
-  let renamed: Record<string, unknown> | undefined;
-  for (const [former, now] of Object.entries(RENAMED_LISTEN_OPTIONS)) {
-    if (!Object.hasOwn(given, former)) continue;
-    const copy: Record<string, unknown> = (renamed ??= { ...(given as Record<string, unknown>) });
-    const value = copy[former];
-    delete copy[former];
-    if (value === undefined) continue;
-    const current = copy[now];
-    if (current !== undefined && current !== value) {
-      throw new InvalidOptionError(former, `left out or equal to ${now} (its new name, given as ${JSON.stringify(current)})`, value);
-    }
-    // Checked under the name it was given by, so that the message names what the caller wrote.
-    copy[now] = LISTEN_OPTIONS[now].check(former, value);
-  }
-  return (renamed ?? given) as T;
-}
 
 /** How many streams may be open, per principal and server-wide. */
 export interface StreamLimits {
@@ -131,8 +88,13 @@ export const LISTEN_OPTIONS: OptionTable<ListenOptions> = {
     unit: 'notifications',
     default: 1000,
     description: 'notifications held for a slow client, per stream (listen or legacy GET); beyond it new ones are dropped (identical ones coalesce)',
+    formerly: 'listenMaxQueue',
   }),
-  maxStreamQueueBytes: option.bytes({ default: 1_048_576, description: 'bytes of frames held for a slow client, per stream (listen or legacy GET); beyond it new notifications are dropped' }),
+  maxStreamQueueBytes: option.bytes({
+    default: 1_048_576,
+    description: 'bytes of frames held for a slow client, per stream (listen or legacy GET); beyond it new notifications are dropped',
+    formerly: 'listenMaxQueueBytes',
+  }),
   closeNotice: option.choice<CloseNoticeMode>(['cancelled-then-result', 'result-only'], {
     default: 'cancelled-then-result',
     description: 'on a server-side close send notifications/cancelled then the result, or the result only (cancelled-then-result | result-only)',
@@ -210,7 +172,7 @@ export const DEFAULT_STREAM_LIMITS: Readonly<StreamLimits> = defaultsOf(STREAM_L
  * @see positiveInteger
  */
 export function resolveListenOptions(input?: ListenOptionsInput): Readonly<ListenOptions> {
-  return resolveOptions('options', LISTEN_OPTIONS, withCurrentNames(input));
+  return resolveOptions('options', LISTEN_OPTIONS, input);
 }
 
 /**

@@ -4,7 +4,7 @@ import type { EndpointRequest, MethodHandler, RequestContext } from '../lib/cont
 import { InvalidOptionError } from '../lib/errors.js';
 import type { ServerCapabilities } from '../lib/filter.js';
 import type { Hub } from '../lib/hub.js';
-import { type DeprecatedListenOptions, LISTEN_OPTIONS, RENAMED_LISTEN_OPTIONS, STREAM_LIMITS, type ListenOptions, type StreamLimits, withCurrentNames } from '../lib/options.js';
+import { type DeprecatedListenOptions, LISTEN_OPTIONS, STREAM_LIMITS, type ListenOptions, type StreamLimits } from '../lib/options.js';
 import { namesOf, option, readOptions, type OptionTable } from '../lib/optionTable.js';
 import {
   arrayOf,
@@ -200,7 +200,8 @@ const PROTOCOL_WIRING: readonly (keyof ProtocolOptions)[] = [
 export const PROTOCOL_OPTIONS: readonly (keyof ProtocolOptions)[] = [
   ...PROTOCOL_WIRING,
   ...namesOf(LISTEN_OPTIONS),
-  ...(Object.keys(RENAMED_LISTEN_OPTIONS) as (keyof DeprecatedListenOptions)[]),
+  // The former names of listen options, still read as the new ones (`formerly` in their entries).
+  ...Object.values(LISTEN_OPTIONS).flatMap((spec) => (spec.formerly === undefined ? [] : [spec.formerly as keyof DeprecatedListenOptions])),
   ...namesOf(STREAM_LIMITS),
   ...namesOf(PROTOCOL_SETTINGS),
   ...namesOf(SESSION_OPTIONS),
@@ -242,7 +243,7 @@ function serverInfo(label: string, value: unknown): void {
 export function resolveProtocolOptions(options: ProtocolOptions, label: string, known: readonly string[]): ResolvedProtocolOptions {
   validOptions(label, options, known, { like: '{ hub }' });
   hub('hub', options.hub);
-  const listenOptions = Object.freeze(readOptions(LISTEN_OPTIONS, withCurrentNames(options)));
+  const listenOptions = Object.freeze(readOptions(LISTEN_OPTIONS, options));
   const limits = Object.freeze(readOptions(STREAM_LIMITS, options));
   const capabilities = options.capabilities === undefined ? { tools: true, prompts: true, resources: true } : flags('capabilities', options.capabilities, CAPABILITIES);
   for (const name of ['authenticate', 'canRead', 'subscribeHook'] as const) if (options[name] !== undefined) callback(name, options[name]);

@@ -357,6 +357,17 @@ test('an option is declared in one table only, and the tables are what the endpo
   );
 });
 
+test('an option declared with its former name (formerly) reads it as itself, checked under the name given; both names with different values are refused', () => {
+  const table = { limit: option.count({ unit: 'things', default: 5, description: 'the most things', formerly: 'oldLimit' }) };
+  deepStrictEqual(readOptions(table, { oldLimit: 3 }), { limit: 3 });
+  deepStrictEqual(readOptions(table, { oldLimit: 3, limit: 3 }), { limit: 3 });
+  deepStrictEqual(resolveOptions('options', table, { oldLimit: 3 }), { limit: 3 });
+  throwsOption(() => readOptions(table, { oldLimit: 0 }), 'oldLimit', 'oldLimit must be a positive integer, got 0');
+  throwsOption(() => readOptions(table, { oldLimit: 3, limit: 4 }), 'oldLimit', 'oldLimit must be left out or equal to limit (its new name, given as 4), got 3');
+  // An unknown key is told the current names only.
+  throwsOption(() => resolveOptions('options', table, { limt: 1 }), 'limt', 'limt must be one of the known options (limit), got 1');
+});
+
 test('the former names listenMaxQueue and listenMaxQueueBytes are read as maxStreamQueue and maxStreamQueueBytes; both names with different values are refused (issue 30)', () => {
   // resolveListenOptions (and so listenPipeline, listenStream): the old name, the new one, both alike.
   deepStrictEqual(resolveListenOptions({ listenMaxQueue: 7, listenMaxQueueBytes: 4096 }), resolveListenOptions({ maxStreamQueue: 7, maxStreamQueueBytes: 4096 }));
