@@ -10,6 +10,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
+import { readServe } from '../adapters/cli/serveFlags.js';
+import { UsageError } from '../adapters/cli/errors.js';
 import { REFERENCE_TABLES } from '../adapters/reference/options.js';
 import { cli, serving } from './helpers/cli.js';
 import { LISTEN_HEADERS, listenBody, SseConnection } from './helpers/http.js';
@@ -61,6 +63,13 @@ test("README's options tables name every serve flag, and no flag serve does not 
   const named = new Set(rows.flatMap((row) => [...row.matchAll(/`--([a-z-]+)/g)].map((match) => match[1]!)));
   for (const flag of flags) if (flag !== 'help') assert.ok(named.has(flag), `README's options tables do not name --${flag}`);
   for (const flag of named) assert.ok(flags.includes(flag), `README names --${flag}, which serve does not have`);
+});
+
+test('a renamed option\'s former flag still runs, hidden from --help: --listen-max-queue is --max-stream-queue; both with different values exit 2 (issue 30)', () => {
+  const options = (argv: string[]) => readServe(argv).server as Record<string, unknown>;
+  assert.equal(options(['--listen-max-queue', '50']).maxStreamQueue, 50);
+  assert.equal(options(['--listen-max-queue-bytes', '4096', '--max-stream-queue-bytes', '4096']).maxStreamQueueBytes, 4096);
+  assert.throws(() => readServe(['--max-stream-queue', '60', '--listen-max-queue', '50']), (error: unknown) => error instanceof UsageError && /--listen-max-queue is the former name of --max-stream-queue/.test(error.message));
 });
 
 test('listen --help lists its flags the same way', async () => {

@@ -3,7 +3,7 @@
 // `--help` line from its description, unit and default. `--help` is printed from the same flags
 // that node:util parseArgs reads the command line with, so the help and what is accepted cannot
 // drift apart.
-import { parseArgs } from 'node:util';
+import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { option, type AnyOptionTable, type OptionSpec } from '../../lib/optionTable.js';
 import { UsageError } from './errors.js';
 
@@ -18,6 +18,11 @@ export interface Flag {
   readonly short?: string;
   /** May be given several times (the values are collected in order). */
   readonly multiple?: boolean;
+  /**
+   * Set on the flag of an option's former name (`OptionSpec.formerly`): the flag it was renamed to.
+   * Accepted as that flag (deprecated), never shown in `--help`.
+   */
+  readonly renamedTo?: string;
 }
 
 /** A command: how it is called, what it does, its flags. */
@@ -33,18 +38,26 @@ export interface Command {
 /** `keepAliveInterval` → `keep-alive-interval`. */
 export const kebab = (name: string): string => name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 
-/** The flags of `table`'s options (those declared with `flag: false` have none), in its order; `extra` adds an alias or `multiple` by option name. */
+/**
+ * The flags of `table`'s options (those declared with `flag: false` have none), in its order; `extra`
+ * adds an alias or `multiple` by option name. A renamed option's former name is a hidden flag too
+ * (`--listen-max-queue` for `--max-stream-queue`), so that a command line written before still runs.
+ */
 export function flagsOf(table: AnyOptionTable, extra: Readonly<Record<string, Pick<Flag, 'short' | 'multiple'>>> = {}): Flag[] {
   return Object.entries(table)
     .filter(([, spec]) => spec.flag !== false)
-    .map(([name, spec]) => ({ name: kebab(name), option: name, spec, ...extra[name] }));
+    .flatMap(([name, spec]) => {
+      const flag: Flag = { name: kebab(name), option: name, spec, ...extra[name] };
+      return spec.formerly === undefined ? [flag] : [flag, { ...flag, name: kebab(spec.formerly), renamedTo: flag.name }];
+    });
 }
 
 /** `-h`, `--help`: every command's. */
 export const HELP: Flag = { name: 'help', option: 'help', short: 'h', spec: option.toggle({ description: 'print this help and exit' }) };
 
 /** The `--help` text of `command`, generated from its flags. */
-export function helpText({ usage, summary, flags }: Command): string {
+export function helpText({ usage, summary, flags: all }: Command): string {
+  const flags = all.filter((flag) => flag.renamedTo === undefined);
   const left = flags.map((flag) => `${flag.short === undefined ? '' : `-${flag.short}, `}--${flag.name}${flag.spec.placeholder === undefined ? '' : ` ${flag.spec.placeholder}`}`);
   const width = Math.max(...left.map((text) => text.length)) + 2;
   const lines = flags.map((flag, i) => {
@@ -89,7 +102,12 @@ export function readArgs(command: Command, argv: readonly string[]): { values: R
     const given = (parsed.values as Record<string, string | boolean | (string | boolean)[] | undefined>)[flag.name];
     if (given === undefined) continue;
     const read = (text: string | boolean) => (typeof text === 'boolean' ? text : flag.spec.read(`--${flag.name}`, text));
-    values[flag.option] = Array.isArray(given) ? given.map(read) : read(given);
+    const value = Array.isArray(given) ? given.map(read) : read(given);
+    // A former name after its flag (flagsOf's order): the two must agree.
+    if (flag.renamedTo !== undefined && flag.option in values && !isDeepStrictEqual(values[flag.option], value)) {
+      throw new UsageError(`--${flag.name} is the former name of --${flag.renamedTo}, given another value; give --${flag.renamedTo} alone`);
+    }
+    values[flag.option] = value;
   }
   return { values, positionals: parsed.positionals };
 }
