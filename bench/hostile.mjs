@@ -6,7 +6,7 @@
 //    (1 KiB) over 1000 resource URIs and never read a byte; the server then publishes R rounds of
 //    one change to each of the 1000 URIs (one round per event-loop turn). Reported: the server's
 //    RSS and heap growth after a forced GC, total and per stream. Bounded means: at most the
-//    stream's queue (listenMaxQueueBytes, 1 MiB by default) plus what the kernel's socket buffers
+//    stream's queue (maxStreamQueueBytes, 1 MiB by default) plus what the kernel's socket buffers
 //    hold, whatever R is.
 // 2. Time to release: C keep-alive connections each send one listen and P-1 more pipelined behind
 //    it (queued responses, DESIGN "a slot is held only while its connection lives"), or legacy GET

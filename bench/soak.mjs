@@ -91,7 +91,7 @@ const endpoint = new McpEndpoint({
   maxStreamLifetime: 4_000,
   maxListensPerPrincipal: 4,
   maxStreams: 2_000,
-  listenMaxQueue: 32,
+  maxStreamQueue: 32,
   maxBodyBytes: 1024 * 1024,
   sessionStore: store,
   sessionIdleTimeout: SESSION_IDLE_MS,
