@@ -12,6 +12,7 @@ import { serveChannel, type ChannelSession } from '../../adapters/channel/sessio
 import { McpEndpoint } from '../../adapters/http/endpoint.js';
 import type { AuthInfo, CredentialRecheck } from '../../lib/auth.js';
 import { Hub } from '../../lib/hub.js';
+import { advanceInSteps } from '../helpers/wait.js';
 import { Peer, until } from '../helpers/channel.js';
 
 const URI = 'file:///notes/today.md';
@@ -29,14 +30,7 @@ function setup(options: { legacy?: false } = {}) {
   const scheduler = new VirtualTimeScheduler();
   const hub = new Hub({ scheduler });
   const endpoint = new McpEndpoint({ hub, scheduler, keepAliveInterval: 60_000, maxStreamLifetime: 3_600_000, capabilities: { tools: true, resources: true }, ...options });
-  const advance = async (ms: number) => {
-    for (let to = Math.min(scheduler.now() + 100, ms); ; to = Math.min(to + 100, ms)) {
-      scheduler.maxFrames = to;
-      scheduler.flush();
-      await nextTurn();
-      if (to === ms) return;
-    }
-  };
+  const advance = advanceInSteps(scheduler);
   const open = (auth: AuthInfo): { peer: Peer; session: ChannelSession } => {
     const [client, server] = channelPair();
     const peer = new Peer(client);

@@ -16,6 +16,7 @@ import { encodeFrame } from '../../lib/encode.js';
 import type { Frame } from '../../lib/frame.js';
 import { Hub } from '../../lib/hub.js';
 import { channels, type ErrorEvent } from '../../lib/telemetry.js';
+import { advanceInSteps } from '../helpers/wait.js';
 import { Peer } from '../helpers/channel.js';
 import { LISTEN_HEADERS, listenBody } from '../helpers/http.js';
 import { INIT_HEADERS, rpcBody } from '../helpers/legacy.js';
@@ -44,18 +45,7 @@ function setup(credentials: Record<string, Credential>) {
     return { principal: `sub:${name}`, scopes: new Set(), expiresAt: 1_000_000, recheck: credentials[name]! };
   };
   const endpoint = new McpEndpoint({ hub, scheduler, authenticate, keepAliveInterval: 60_000, maxStreamLifetime: 3_600_000, capabilities: { tools: true, resources: true } });
-  /**
-   * Runs the virtual clock to `ms` in steps of 100 ms, letting the checks' promises settle after
-   * each (a check answers asynchronously; its next one is set when it has answered).
-   */
-  const advance = async (ms: number) => {
-    for (let to = Math.min(scheduler.now() + 100, ms); ; to = Math.min(to + 100, ms)) {
-      scheduler.maxFrames = to;
-      scheduler.flush();
-      await nextTurn();
-      if (to === ms) return;
-    }
-  };
+  const advance = advanceInSteps(scheduler);
   return { scheduler, hub, endpoint, advance };
 }
 

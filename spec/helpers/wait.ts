@@ -10,3 +10,18 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
     clearTimeout(timer);
   }
 }
+
+/**
+ * Runs a virtual clock to `ms` in steps of 100 ms, letting promises settle after each (a check
+ * that answers asynchronously sets its next timer once it has answered).
+ */
+export function advanceInSteps(scheduler: { now(): number; maxFrames: number; flush(): void }): (ms: number) => Promise<void> {
+  return async (ms) => {
+    for (let to = Math.min(scheduler.now() + 100, ms); ; to = Math.min(to + 100, ms)) {
+      scheduler.maxFrames = to;
+      scheduler.flush();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (to === ms) return;
+    }
+  };
+}
