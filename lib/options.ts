@@ -8,7 +8,10 @@ import { defaultsOf, option, resolveOptions, type OptionTable } from './optionTa
 /** What a server-side close sends before the stream ends (DESIGN M7). */
 export type CloseNoticeMode = 'cancelled-then-result' | 'result-only';
 
-/** Timing and queue options of every listen stream. */
+/**
+ * Timing and queue options of the streams an endpoint serves: every listen stream, and, but for
+ * `listenIdleTimeout` and `closeNotice` (a listen's only), every legacy GET stream too.
+ */
 export interface ListenOptions {
   /** Milliseconds between `:\r\n` keep-alive comments; defaults to 15 000. */
   readonly keepAliveInterval: number;
