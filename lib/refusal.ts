@@ -3,8 +3,8 @@ import type { JsonRpcError, JsonRpcId } from './jsonrpc.js';
 
 /**
  * Why the protocol core refuses a request, in the protocol's terms; each front answers it in its
- * own (the HTTP front with a status line and headers, `adapters/http/status.ts`; a message channel
- * with the JSON-RPC error alone):
+ * own (the HTTP front with a status line and headers, at the end of `adapters/http/endpoint.ts`;
+ * a message channel with the JSON-RPC error alone):
  * - `malformed`: not one JSON-RPC request (a batch, a bad `jsonrpc`, `id` or `method`);
  * - `unauthorized`: the caller could not be identified (the `authenticate` hook's {@link AuthError});
  * - `insufficient-scope`: the caller is identified but its credential lacks a scope the request
