@@ -54,7 +54,8 @@
 //
 //   npm run build && node bench/capacity.mjs                      the whole curve (about an hour)
 //   node bench/capacity.mjs --n 1000,5000 --eras listen           a quick check of the script
-//   node bench/capacity.mjs --peers ours --ours-build /tmp/other   another build's curve
+//   node bench/capacity.mjs --peers ours --ours-build /tmp/other --label 'abc123 + fix'   another build's
+//        curve (--label: what the header says of the build, beside its directory)
 //   node bench/capacity.mjs --profile /tmp/prof --n 19000 --peers ours   CPU profiles of the
 //        measured pass (and of the churn phase) of every server process: <dir>/<era>-<peer>-<n>/
 //
@@ -76,7 +77,7 @@ const argv = process.argv.slice(2);
 const USAGE =
   'usage: node bench/capacity.mjs [--n 1000,10000,19000,25000,50000,100000] [--eras listen,legacy] [--peers ours,baseline,ceiling]\n' +
   '       [--max-single 19000] [--per-worker 12500] [--frames 1000000] [--latency-rounds 50] [--latency-frames 1000000]\n' +
-  '       [--churn-seconds 10] [--churn-rate 1000] [--ours-build DIR] [--profile DIR] [--out DIR]';
+  '       [--churn-seconds 10] [--churn-rate 1000] [--ours-build DIR] [--label TEXT] [--profile DIR] [--out DIR]';
 
 function fail(message) {
   console.error(`bench/capacity.mjs: ${message}\n${USAGE}`);
@@ -101,6 +102,7 @@ try {
       'churn-seconds': { type: 'string', default: '10' },
       'churn-rate': { type: 'string', default: '1000' },
       'ours-build': { type: 'string' },
+      label: { type: 'string' },
       profile: { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -418,7 +420,7 @@ const header = [
   '# Capacity: cost per stream from 1 000 to 100 000 streams (bench/capacity.mjs)',
   '',
   `- node ${process.version} · ${os.cpus()[0]?.model ?? 'unknown cpu'} × ${os.cpus().length} cores · ${os.platform()} ${os.arch()} · ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB · load average at start ${os.loadavg().map((v) => v.toFixed(2)).join(' ')} · rxjs ${versionOf('rxjs')}`,
-  `- ours: ${BUILD.text}`,
+  `- ours: ${BUILD.text}${values.label === undefined ? '' : ` — ${values.label}`}`,
   `- descriptors: \`ulimit -n\` ${softText} per process (hard ${hardText}): one server process holds fewer than ${FD_LIMIT.toLocaleString('en-US')} streams, so N ≤ ${MAX_SINGLE.toLocaleString('en-US')} runs on one process and N above it on node:cluster, ⌈N / ${PER_WORKER.toLocaleString('en-US')}⌉ workers plus the primary (${NS.filter((n) => n > MAX_SINGLE).map((n) => `${workersFor(n)} at N=${n.toLocaleString('en-US')}`).join(', ') || 'none in this run'}); the baseline and the ceiling are single processes and stop at ${MAX_SINGLE.toLocaleString('en-US')}`,
   `- load generators: ⌈N / ${PER_LOADGEN.toLocaleString('en-US')}⌉ processes, each on its own loopback source address; every stream on 1 URI; K notifications per stream = ${FRAMES.toLocaleString('en-US')} / N (20–1000) with a window of two, alternating resources/updated and tools/list_changed; latency rounds = ${LATENCY_FRAMES.toLocaleString('en-US')} / N (10–${LATENCY_ROUNDS}); churn ${CHURN_RATE}/s for ${CHURN_SECONDS} s (at most ${CHURN_INFLIGHT} in flight); one session per point, all processes (server, load generators, other users) share the ${os.cpus().length} cores`,
 ];

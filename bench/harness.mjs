@@ -45,6 +45,7 @@ export function child(script, args = [], extra = []) {
     return Object.assign(done, { armed: armedP });
   };
   return {
+    pid: proc.pid,
     ready,
     call,
     async close() {

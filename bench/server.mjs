@@ -15,6 +15,10 @@
 //                            "as fast as the server accepts"
 //   publishOne               publish one notification; reply with the hrtime (ns) just before it
 //   publishMarker            publish one tools/list_changed; reply with the hrtime (ns) just before it
+//   publishTurnCpu {marker}  publish one notification (tools/list_changed with `marker`) and reply,
+//                            once its event-loop turn is over (setImmediate: the per-turn writes of
+//                            process.nextTick included), with the CPU time (user + system, µs) of
+//                            that turn and the hrtime before the publish (bench/turn-cpu.mjs)
 //   profile {start, name}    with env BENCH_PROFILE=DIR: start, or stop and write
 //                            DIR/<name>-<pid>.cpuprofile, a CPU profile (node:inspector) of what
 //                            ran in between
@@ -177,6 +181,16 @@ process.on('message', async ({ id, cmd, args }) => {
         const t = now();
         peer.publish(URI);
         result = { t };
+        break;
+      }
+      case 'publishTurnCpu': {
+        const t = now();
+        const before = process.cpuUsage();
+        if (args.marker) peer.publishMarker();
+        else peer.publish(URI);
+        await turn();
+        const { user, system } = process.cpuUsage(before);
+        result = { t, us: user + system };
         break;
       }
       case 'publishMarker': {

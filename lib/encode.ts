@@ -1,15 +1,17 @@
 import fastJson from 'fast-json-stringify';
 import { FrameEncodingError } from './errors.js';
-import type { EncodedMessage, Frame, MessageFrame } from './frame.js';
-import { SUBSCRIPTION_ID_META_KEY, type JsonRpcMessage } from './jsonrpc.js';
+import type { EncodedMessage, EncodedSubscriptionId, Frame, MessageFrame } from './frame.js';
+import { SUBSCRIPTION_ID_META_KEY, type JsonRpcId, type JsonRpcMessage } from './jsonrpc.js';
 
 const ID_KEY_JSON = `${JSON.stringify(SUBSCRIPTION_ID_META_KEY)}:`;
 // Every tagged message is built so that `_meta` is the last member of `params`/`result`, which is
 // the last member of the message: its JSON therefore ends with `}}}` and the id goes just before.
 const TAIL = '}}}';
 
-function split(json: string, metaIsEmpty: boolean): { head: string; tail: string } {
-  return { head: json.slice(0, -TAIL.length) + (metaIsEmpty ? '' : ',') + ID_KEY_JSON, tail: TAIL };
+/** `plain` and the tagged form `json` cut around the id's place, with the byte lengths of the three parts. */
+function split(plain: string, json: string, metaIsEmpty: boolean): EncodedMessage {
+  const head = json.slice(0, -TAIL.length) + (metaIsEmpty ? '' : ',') + ID_KEY_JSON;
+  return { plain, head, tail: TAIL, plainBytes: Buffer.byteLength(plain, 'utf8'), headBytes: Buffer.byteLength(head, 'utf8'), tailBytes: TAIL.length };
 }
 
 function withoutKey(meta: unknown): Record<string, unknown> {
@@ -33,12 +35,15 @@ function withoutKey(meta: unknown): Record<string, unknown> {
  */
 export function encodeMessage(message: JsonRpcMessage): EncodedMessage {
   const plain = JSON.stringify(message);
-  if ('error' in message) return { plain, head: plain, tail: '' };
+  if ('error' in message) {
+    const bytes = Buffer.byteLength(plain, 'utf8');
+    return { plain, head: plain, tail: '', plainBytes: bytes, headBytes: bytes, tailBytes: 0 };
+  }
   if ('result' in message) {
     const { _meta, ...rest } = message.result;
     const meta = withoutKey(_meta);
     const json = JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { ...rest, _meta: meta } });
-    return { plain, ...split(json, isEmpty(meta)) };
+    return split(plain, json, isEmpty(meta));
   }
   const { _meta, ...rest } = message.params ?? {};
   const meta = withoutKey(_meta);
@@ -46,7 +51,7 @@ export function encodeMessage(message: JsonRpcMessage): EncodedMessage {
     'id' in message
       ? { jsonrpc: '2.0', id: message.id, method: message.method, params: { ...rest, _meta: meta } }
       : { jsonrpc: '2.0', method: message.method, params: { ...rest, _meta: meta } };
-  return { plain, ...split(JSON.stringify(shaped), isEmpty(meta)) };
+  return split(plain, JSON.stringify(shaped), isEmpty(meta));
 }
 
 function isEmpty(object: Record<string, unknown>): boolean {
@@ -88,7 +93,29 @@ export function encodeResourceUpdated(uri: string): EncodedMessage {
   const message = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } } as const;
   const plain = resourceUpdatedPlain(message);
   const tagged = resourceUpdatedTagged({ ...message, params: { uri, _meta: EMPTY_META } });
-  return { plain, ...split(tagged, true) };
+  return split(plain, tagged, true);
+}
+
+/**
+ * A subscription id encoded once for every frame of its stream (`tagSubscriptionId` makes one per
+ * stream and puts it on the frames it tags, see `MessageFrame.encodedSubscriptionId`): its JSON, as
+ * `messageJson` writes it, and that JSON's UTF-8 byte length.
+ *
+ * @example
+ * encodeSubscriptionId('listen:1') // { id: 'listen:1', json: '"listen:1"', bytes: 10 }
+ * @param id the listen request id: a string or a finite number.
+ * @internal
+ */
+export function encodeSubscriptionId(id: JsonRpcId): EncodedSubscriptionId {
+  // A finite number's JSON is its string form; a string id needs quoting and escaping.
+  const json = typeof id === 'number' ? `${id}` : JSON.stringify(id);
+  return { id, json, bytes: Buffer.byteLength(json, 'utf8') };
+}
+
+/** The frame's subscription id encoded: the one its stream made when it is for that id, else made now. */
+function encodedIdOf(frame: MessageFrame, id: JsonRpcId): EncodedSubscriptionId {
+  const encoded = frame.encodedSubscriptionId;
+  return encoded !== undefined && encoded.id === id ? encoded : encodeSubscriptionId(id);
 }
 
 /**
@@ -99,8 +126,7 @@ export function messageJson(frame: MessageFrame): string {
   const encoded = frame.encoded ?? encodeMessage(frame.message);
   const id = frame.subscriptionId;
   if (id === undefined || encoded.tail === '') return encoded.plain;
-  // A finite number's JSON is its string form; a string id needs quoting and escaping.
-  return encoded.head + (typeof id === 'number' ? `${id}` : JSON.stringify(id)) + encoded.tail;
+  return encoded.head + encodedIdOf(frame, id).json + encoded.tail;
 }
 
 /**
@@ -111,26 +137,46 @@ export function taggedMessage(frame: MessageFrame): JsonRpcMessage {
   return frame.subscriptionId === undefined ? frame.message : (JSON.parse(messageJson(frame)) as JsonRpcMessage);
 }
 
-// `event: message\n` + `data: ` + `\n\n`: what every message frame adds around its JSON.
+// `event: message\n` + `data: ` + `\n\n`: what every message frame adds around its JSON; `id: ` + `\n`
+// what an event id adds around itself.
 const MESSAGE_FRAMING_BYTES = 15 + 6 + 2;
+const ID_LINE_BYTES = 4 + 1;
 
 /**
  * How many bytes `encodeFrame(frame)` takes as UTF-8, without building it for the frames of the
- * hot shape (pre-encoded and tagged): what a queue of frames for a slow client is bounded by.
+ * hot shape (a message encoded once, tagged or not, with or without an event id): a sum of sizes
+ * measured once per message (`EncodedMessage`'s `plainBytes`, `headBytes`, `tailBytes`) and once
+ * per stream (`EncodedSubscriptionId.bytes`), plus the event id's. What a queue of frames for a
+ * slow client is bounded by, and what node:http's writer puts in an HTTP chunk's size line instead
+ * of measuring the text it writes (issue 33: measuring it, `Buffer.byteLength`, flattened and read
+ * every frame's text once more before the socket did; counting instead took 4–5 % off the CPU of a
+ * publish turn to 2 000 listen streams, `bench/turn-cpu.mjs`).
  *
  * @example
  * encodedByteLength(KEEP_ALIVE) // 3
  * @param frame any frame.
- * @returns its size on the wire, in bytes.
+ * @returns its size on the wire, in bytes: always `Buffer.byteLength(encodeFrame(frame))`.
  * @throws FrameEncodingError when the frame cannot be encoded (as `encodeFrame` would).
  */
 export function encodedByteLength(frame: Frame): number {
-  if (frame.type === 'comment') return frame.text === '' ? KEEP_ALIVE_TEXT.length : Buffer.byteLength(encodeFrame(frame), 'utf8');
-  if (frame.type !== 'message' || frame.encoded === undefined || frame.eventId !== undefined) return Buffer.byteLength(encodeFrame(frame), 'utf8');
-  const { encoded, subscriptionId: id } = frame;
-  if (id === undefined || encoded.tail === '') return MESSAGE_FRAMING_BYTES + Buffer.byteLength(encoded.plain, 'utf8');
-  const idBytes = typeof id === 'number' ? `${id}`.length : Buffer.byteLength(JSON.stringify(id), 'utf8');
-  return MESSAGE_FRAMING_BYTES + Buffer.byteLength(encoded.head, 'utf8') + idBytes + Buffer.byteLength(encoded.tail, 'utf8');
+  if (frame.type === 'message' && frame.encoded !== undefined) {
+    const json = jsonByteLength(frame, frame.encoded);
+    const eventId = frame.eventId;
+    if (eventId === undefined) return MESSAGE_FRAMING_BYTES + json;
+    if (CR_OR_LF.test(eventId)) throw new FrameEncodingError('id', eventId);
+    return MESSAGE_FRAMING_BYTES + ID_LINE_BYTES + Buffer.byteLength(eventId, 'utf8') + json;
+  }
+  if (frame.type === 'comment' && frame.text === '') return KEEP_ALIVE_TEXT.length;
+  return Buffer.byteLength(encodeFrame(frame), 'utf8');
+}
+
+/** The UTF-8 bytes of `messageJson(frame)`, from the sizes measured where its parts were encoded (measured now when they were not). */
+function jsonByteLength(frame: MessageFrame, encoded: EncodedMessage): number {
+  const id = frame.subscriptionId;
+  if (id === undefined || encoded.tail === '') return encoded.plainBytes ?? Buffer.byteLength(encoded.plain, 'utf8');
+  const head = encoded.headBytes ?? Buffer.byteLength(encoded.head, 'utf8');
+  const tail = encoded.tailBytes ?? Buffer.byteLength(encoded.tail, 'utf8');
+  return head + encodedIdOf(frame, id).bytes + tail;
 }
 
 /** The bytes of the keep-alive comment. */

@@ -30,6 +30,25 @@ export interface EncodedMessage {
   readonly head: string;
   /** JSON after the subscription id value (closes `_meta`, `params`/`result` and the message). */
   readonly tail: string;
+  /**
+   * UTF-8 byte lengths of `plain`, `head` and `tail`, measured once where the message is encoded
+   * (`encodeMessage`, `encodeResourceUpdated`), so that a frame's size on the wire is a sum (see
+   * `encodedByteLength`); absent, they are measured when needed.
+   */
+  readonly plainBytes?: number;
+  readonly headBytes?: number;
+  readonly tailBytes?: number;
+}
+
+/**
+ * A listen's subscription id as the encoder writes it, made once per stream (`tagSubscriptionId`)
+ * instead of once per frame: `json` is `JSON.stringify(id)` (a number's JSON is its string form),
+ * `bytes` its UTF-8 byte length. See `encodeSubscriptionId`.
+ */
+export interface EncodedSubscriptionId {
+  readonly id: JsonRpcId;
+  readonly json: string;
+  readonly bytes: number;
 }
 
 /** A frame that carries one JSON-RPC message as an SSE `message` event. */
@@ -48,6 +67,12 @@ export interface MessageFrame {
   readonly coalesceKey?: string;
   /** Set by `tagSubscriptionId`: written as `_meta["io.modelcontextprotocol/subscriptionId"]`. */
   readonly subscriptionId?: JsonRpcId;
+  /**
+   * Set by `tagSubscriptionId` with `subscriptionId`: that id encoded once for the stream. The
+   * encoder uses it when its `id` is `subscriptionId` (a frame copied with another id is encoded
+   * from the id itself).
+   */
+  readonly encodedSubscriptionId?: EncodedSubscriptionId;
   /** SSE `id:` of the event (legacy streams): a decimal string. */
   readonly eventId?: string;
   /** Set by `closeWhen` on the frames it emits when it ends a stream. */

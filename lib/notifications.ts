@@ -88,13 +88,20 @@ export function attachTopics(hub: Hub, filter: ListenFilter, scopes: ReadonlySet
  */
 export class TopicRegistration implements HubTarget {
   private attached = true;
+  /**
+   * The receiver's read scopes; `undefined` for none. A request's empty set is not kept: an
+   * anonymous caller's `new Set()` is about 220 bytes, for every idle stream (issue 33).
+   */
+  private readonly scopes: ReadonlySet<string> | undefined;
 
   constructor(
     private readonly hub: Hub,
     private readonly filter: ListenFilter,
-    private readonly scopes: ReadonlySet<string> | undefined,
+    scopes: ReadonlySet<string> | undefined,
     private readonly sink: HubTarget,
-  ) {}
+  ) {
+    this.scopes = scopes === undefined || scopes.size === 0 ? undefined : scopes;
+  }
 
   next(frame: MessageFrame): void {
     if (frame.scope === undefined || mayReceive(frame, this.scopes)) this.sink.next(frame);

@@ -1,6 +1,7 @@
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import { InvalidOptionError } from '../lib/errors.js';
-import type { Frame, MessageFrame } from '../lib/frame.js';
+import { encodeSubscriptionId } from '../lib/encode.js';
+import type { EncodedSubscriptionId, Frame, MessageFrame } from '../lib/frame.js';
 import { Stage, stageOperator } from './stage.js';
 import { isJsonRpcId } from '../lib/jsonrpc.js';
 import type { JsonRpcId } from '../lib/jsonrpc.js';
@@ -9,8 +10,9 @@ import type { JsonRpcId } from '../lib/jsonrpc.js';
  * Marks every message frame with the listen request id, which the encoder writes as
  * `_meta["io.modelcontextprotocol/subscriptionId"]`.
  *
- * The frame's message is not copied or re-encoded: the frame gets a `subscriptionId` field and
- * the encoder (`messageJson`, `encodeFrame`) splices the id into `params._meta` (notifications)
+ * The frame's message is not copied or re-encoded: the frame gets a `subscriptionId` field (with
+ * `encodedSubscriptionId`, the id's JSON made once for the stream) and the encoder (`messageJson`,
+ * `encodeFrame`) splices the id into `params._meta` (notifications)
  * or `result._meta` (results) of the message encoded once at publish time, keeping the other
  * `_meta` keys. The id is written verbatim, so `7` stays a number and `"7"` a string. Comment
  * frames (keep-alives) carry no message and pass untouched.
@@ -38,26 +40,34 @@ export function tagSubscriptionId(id: JsonRpcId): MonoTypeOperatorFunction<Frame
 }
 
 /**
- * The logic of {@link tagSubscriptionId}.
+ * The logic of {@link tagSubscriptionId}. The id is encoded once here, for every frame of the
+ * stream (`encodeSubscriptionId`), as the hub encodes a message once for every stream; the stage
+ * is itself the encoded id its frames carry (no other object per stream).
  * @internal
  */
-export class TagStage extends Stage<Frame> {
-  constructor(private readonly id: JsonRpcId) {
+export class TagStage extends Stage<Frame> implements EncodedSubscriptionId {
+  readonly json: string;
+  readonly bytes: number;
+
+  constructor(readonly id: JsonRpcId) {
     super();
+    const { json, bytes } = encodeSubscriptionId(id);
+    this.json = json;
+    this.bytes = bytes;
   }
 
   push(frame: Frame): void {
-    this.out.push(frame.type === 'message' ? tagged(frame, this.id) : frame);
+    this.out.push(frame.type === 'message' ? tagged(frame, this) : frame);
   }
 }
 
 /**
- * `frame` with `subscriptionId` set. A hub notification always has exactly the members of the
- * literal below, in this order: for it the copy is one literal of one fixed shape (several times
- * faster per frame than a spread); any other frame is spread.
+ * `frame` with `subscriptionId` (and the stream's encoding of it) set. A hub notification always
+ * has exactly the members of the literal below, in this order: for it the copy is one literal of
+ * one fixed shape (several times faster per frame than a spread); any other frame is spread.
  * @internal
  */
-export function tagged(frame: MessageFrame, id: JsonRpcId): MessageFrame {
+export function tagged(frame: MessageFrame, id: EncodedSubscriptionId): MessageFrame {
   if (frame.priority === 'notification' && frame.encoded !== undefined && frame.eventId === undefined && frame.closeReason === undefined && frame.scope === undefined) {
     return {
       type: 'message',
@@ -66,8 +76,9 @@ export function tagged(frame: MessageFrame, id: JsonRpcId): MessageFrame {
       topic: frame.topic,
       coalesceKey: frame.coalesceKey,
       encoded: frame.encoded,
-      subscriptionId: id,
+      subscriptionId: id.id,
+      encodedSubscriptionId: id,
     };
   }
-  return { ...frame, subscriptionId: id };
+  return { ...frame, subscriptionId: id.id, encodedSubscriptionId: id };
 }

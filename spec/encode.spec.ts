@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'uvu';
-import { encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, messageJson, taggedMessage } from '../lib/encode.js';
+import { encodedByteLength, encodeFrame, encodeMessage, encodeResourceUpdated, encodeSseEvent, encodeSubscriptionId, messageJson, taggedMessage } from '../lib/encode.js';
 import { FrameEncodingError } from '../lib/errors.js';
-import { controlFrame, KEEP_ALIVE, notificationFrame, type MessageFrame } from '../lib/frame.js';
+import { controlFrame, KEEP_ALIVE, notificationFrame, type Frame, type MessageFrame } from '../lib/frame.js';
+import { tagged } from '../operators/tagSubscriptionId.js';
 
 const ack = controlFrame({
   jsonrpc: '2.0',
@@ -90,6 +91,41 @@ test('generic events split data on CRLF, CR and LF, and refuse CR/LF in event an
   assert.throws(() => encodeSseEvent({ event: 'a\nb', data: '' }), FrameEncodingError);
   assert.throws(() => encodeSseEvent({ id: 'a\rb', data: '' }), FrameEncodingError);
   assert.throws(() => encodeSseEvent({ retry: -1, data: '' }), FrameEncodingError);
+});
+
+test('encodeSubscriptionId: the JSON messageJson writes for the id, and its UTF-8 byte length', () => {
+  assert.deepEqual(encodeSubscriptionId(7), { id: 7, json: '7', bytes: 1 });
+  assert.deepEqual(encodeSubscriptionId(-1.5e-7), { id: -1.5e-7, json: '-1.5e-7', bytes: 7 });
+  assert.deepEqual(encodeSubscriptionId('listen:1'), { id: 'listen:1', json: '"listen:1"', bytes: 10 });
+  assert.deepEqual(encodeSubscriptionId('é"\n'), { id: 'é"\n', json: '"é\\"\\n"', bytes: 8 });
+});
+
+test('encodedByteLength is the UTF-8 length of encodeFrame, counted from the sizes measured once (every shape, every id, with and without event ids)', () => {
+  const uris = ['file:///a', 'file:///ünï/😀', 'file:///with "quotes"/and\\back', ''];
+  const ids = [7, 0, -3.25, 'listen:1', 'é', '😀"\n', ''];
+  const messages: MessageFrame[] = [
+    ...uris.map((uri) => ({ ...notificationFrame({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } }, 'resource'), encoded: encodeResourceUpdated(uri) })),
+    { ...notificationFrame({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'tools'), encoded: encodeMessage({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }) },
+    { ...ack, encoded: encodeMessage(ack.message) },
+    ack,
+    controlFrame({ jsonrpc: '2.0', id: 'L-ü', result: { resultType: 'complete', _meta: { trace: 'ö' } } }),
+    { ...controlFrame({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bäd' } }), encoded: encodeMessage({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bäd' } }) },
+    // Encoded elsewhere, without sizes (a cluster worker's relayed frame, a replayed one).
+    { ...notificationFrame({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///ß' } }), encoded: { plain: '{"uri":"ß"}', head: '{"uri":"ß","_meta":{"io.modelcontextprotocol/subscriptionId":', tail: '}}' } },
+  ];
+  const frames: Frame[] = [KEEP_ALIVE, { type: 'comment', text: 'ü\nx' }, { type: 'prime', eventId: '12', retry: 1000 }, { type: 'prime', retry: 0 }];
+  for (const message of messages) {
+    frames.push(message, { ...message, eventId: '42' }, { ...message, eventId: 'ü9' });
+    for (const id of ids) {
+      const one = tagged(message, encodeSubscriptionId(id));
+      frames.push(one, { ...one, eventId: '1000' }, { ...message, subscriptionId: id });
+      // A tagged frame copied with another id: the id is encoded from the frame, not taken from the stream's.
+      frames.push({ ...one, subscriptionId: id === 7 ? 8 : 7 });
+    }
+  }
+  for (const frame of frames) assert.equal(encodedByteLength(frame), Buffer.byteLength(encodeFrame(frame)), JSON.stringify(frame));
+  const withCrLf = { ...messages[0]!, eventId: '1\n2' };
+  assert.throws(() => encodedByteLength(withCrLf), FrameEncodingError);
 });
 
 test.run();

@@ -16,6 +16,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'refusal.ts': ['Refusal'],
   'broadcast.ts': ['Broadcast', 'follow', 'unfollow'],
   'clock.ts': ['Clock', 'beginDispatch', 'endDispatch'],
+  'encode.ts': ['encodeSubscriptionId'],
   'httpError.ts': ['HttpError'],
   'hub.ts': ['HubBusTargets'],
   'jsonrpc.ts': ['exceedsBytes', 'tryParseJson'],

@@ -39,10 +39,12 @@ export function ownsSocket(res: ServerResponse, socket: Socket): boolean {
  * `res.write`'s on a real socket and checks each precondition.
  *
  * Precondition: {@link ownsSocket}(res, socket), just checked; `text` is not empty (an empty chunk
- * would end a chunked body).
+ * would end a chunked body); `bytes`, when given, is `text`'s UTF-8 byte length (a writer that
+ * counted what it encoded, see `encodedByteLength`, saves measuring the text again).
+ * @param bytes `Buffer.byteLength(text)`; measured here when not given.
  * @returns what `socket.write` returned: `false` when the socket's buffer is past its high-water mark.
  * @internal
  */
-export function writeChunk(res: ServerResponse, socket: Socket, text: string): boolean {
-  return socket.write(res.chunkedEncoding ? `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n` : text);
+export function writeChunk(res: ServerResponse, socket: Socket, text: string, bytes = Buffer.byteLength(text)): boolean {
+  return socket.write(res.chunkedEncoding ? `${bytes.toString(16)}\r\n${text}\r\n` : text);
 }

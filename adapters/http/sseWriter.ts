@@ -4,7 +4,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Broadcast } from '../../lib/broadcast.js';
-import { encodeFrame, KEEP_ALIVE_TEXT } from '../../lib/encode.js';
+import { encodedByteLength, encodeFrame, KEEP_ALIVE_TEXT } from '../../lib/encode.js';
 import { StalledStreamError } from '../../lib/errors.js';
 import type { Frame } from '../../lib/frame.js';
 import { LeanSubscriber } from '../../lib/subscribers.js';
@@ -93,6 +93,8 @@ export class SseWriter extends LeanSubscriber<Frame> {
   // keep-alive) go out as one write: one HTTP chunk and one syscall instead of one per frame.
   // At most WRITE_CHUNK of them wait: once a write returns false the stream queues upstream.
   private pending = '';
+  /** `pending`'s UTF-8 byte length, counted frame by frame (`encodedByteLength`): the chunk's size line without measuring the text. */
+  private pendingBytes = 0;
   /** The connection closed (or the write path failed): nothing more is written. */
   gone = false;
   /** In `dirty`, to be flushed at the end of the tick. */
@@ -162,6 +164,7 @@ export class SseWriter extends LeanSubscriber<Frame> {
   connectionClosed(): void {
     this.gone = true;
     this.pending = '';
+    this.pendingBytes = 0;
     this.unsubscribe();
   }
 
@@ -170,6 +173,7 @@ export class SseWriter extends LeanSubscriber<Frame> {
     reportError('adapter', error);
     this.gone = true;
     this.pending = '';
+    this.pendingBytes = 0;
     try {
       this.res.destroy();
     } catch {
@@ -206,13 +210,15 @@ export class SseWriter extends LeanSubscriber<Frame> {
     this.scheduled = false;
     if (this.pending === '' || this.gone) return;
     const text = this.pending;
+    const bytes = this.pendingBytes;
     this.pending = '';
+    this.pendingBytes = 0;
     const { res, socket } = this;
     try {
       // One write of the whole HTTP chunk straight on the socket when that is what res.write would
       // send (see socketChunk.ts), else through res.write.
       if (ownsSocket(res, socket)) {
-        if (!writeChunk(res, socket, text) && socket.writableLength >= BUSY_BYTES) this.busy(true);
+        if (!writeChunk(res, socket, text, bytes) && socket.writableLength >= BUSY_BYTES) this.busy(true);
       } else if (!res.write(text) && res.writableLength >= BUSY_BYTES) this.busy(false);
     } catch (error) {
       this.fail(error);
@@ -223,6 +229,7 @@ export class SseWriter extends LeanSubscriber<Frame> {
     if (this.gone) return;
     try {
       this.pending += encodeFrame(frame);
+      this.pendingBytes += encodedByteLength(frame);
     } catch (error) {
       this.fail(error);
       return;

@@ -1,9 +1,9 @@
 import { test } from 'uvu';
 import { endlessSyncSource } from '../helpers/syncSource.js';
 import * as assert from 'uvu/assert';
-import { Observable, take } from 'rxjs';
+import { map, Observable, take } from 'rxjs';
 import { tagSubscriptionId } from '../../operators/tagSubscriptionId.js';
-import { encodeFrame, encodeMessage, encodeResourceUpdated, messageJson } from '../../lib/encode.js';
+import { encodeFrame, encodeMessage, encodeResourceUpdated, encodeSubscriptionId, messageJson } from '../../lib/encode.js';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { KEEP_ALIVE, controlFrame, notificationFrame } from '../../lib/frame.js';
 import type { Frame, MessageFrame } from '../../lib/frame.js';
@@ -27,13 +27,22 @@ function wireJson(frame: Frame, id: JsonRpcId): string {
   return messageJson(out);
 }
 
+/** A frame with its encoded subscription id as the plain fields of one (the stream's stage carries them). */
+function plainId(frame: Frame): Frame {
+  if (frame.type !== 'message' || frame.encodedSubscriptionId === undefined) return frame;
+  const { id, json, bytes } = frame.encodedSubscriptionId;
+  return { ...frame, encodedSubscriptionId: { id, json, bytes } };
+}
+
 test('marks every message frame and leaves keep-alives untouched', () => {
   testScheduler().run(({ cold, expectObservable }) => {
     const source = cold<Frame>('a-k-r|', { a: toolsChanged, k: KEEP_ALIVE, r: listenResult });
-    expectObservable(source.pipe(tagSubscriptionId('listen-1'))).toBe('a-k-r|', {
-      a: { ...toolsChanged, subscriptionId: 'listen-1' },
+    // With the id, the stream's encoding of it, made once (encodeSubscriptionId).
+    const id = encodeSubscriptionId('listen-1');
+    expectObservable(source.pipe(tagSubscriptionId('listen-1'), map(plainId))).toBe('a-k-r|', {
+      a: { ...toolsChanged, subscriptionId: 'listen-1', encodedSubscriptionId: id },
       k: KEEP_ALIVE,
-      r: { ...listenResult, subscriptionId: 'listen-1' },
+      r: { ...listenResult, subscriptionId: 'listen-1', encodedSubscriptionId: id },
     });
   });
 });
