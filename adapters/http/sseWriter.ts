@@ -34,7 +34,7 @@ const WRITE_CHUNK = 16_384;
  * moment later); told at once, the stream would queue, coalesce and drop the burst of a healthy
  * client. So a burst of up to this much is written straight through, and only a client whose
  * backlog reaches it is slow. What a stalled client costs: this, plus its queue
- * (`listenMaxQueueBytes`), plus the kernel's socket buffers.
+ * (`maxStreamQueueBytes`), plus the kernel's socket buffers.
  */
 const BUSY_BYTES = 65_536;
 
