@@ -52,17 +52,29 @@ export class McpEndpoint {
    */
   readonly core: ProtocolCore;
   /** The core's {@link ProtocolCore.hub}: where notifications come from. */
-  readonly hub: Hub;
+  get hub(): Hub {
+    return this.core.hub;
+  }
   /** The core's {@link ProtocolCore.slots}: the server-wide stream slots. */
-  readonly slots: StreamSlots;
+  get slots(): StreamSlots {
+    return this.core.slots;
+  }
   /** The core's {@link ProtocolCore.principals}: the per-principal cap of listens. */
-  readonly principals: PrincipalCap;
+  get principals(): PrincipalCap {
+    return this.core.principals;
+  }
   /** The core's {@link ProtocolCore.listenOptions}, defaults filled in (milliseconds). */
-  readonly listenOptions: Readonly<ListenOptions>;
+  get listenOptions(): Readonly<ListenOptions> {
+    return this.core.listenOptions;
+  }
   /** The core's {@link ProtocolCore.capabilities}: what the server advertises. */
-  readonly capabilities: ServerCapabilities;
+  get capabilities(): ServerCapabilities {
+    return this.core.capabilities;
+  }
   /** Largest accepted request body, in bytes (see {@link McpEndpointOptions.maxBodyBytes}). */
-  readonly maxBodyBytes: number;
+  get maxBodyBytes(): number {
+    return this.core.maxBodyBytes;
+  }
   /** Milliseconds a request body may take to arrive (see {@link McpEndpointOptions.bodyTimeout}). */
   readonly bodyTimeout: number;
   readonly #allowDelete: boolean;
@@ -85,12 +97,6 @@ export class McpEndpoint {
     const resolved = resolveEndpointOptions(options);
     const core = new ProtocolCore(options, resolved);
     this.core = core;
-    this.hub = core.hub;
-    this.slots = core.slots;
-    this.principals = core.principals;
-    this.listenOptions = core.listenOptions;
-    this.capabilities = core.capabilities;
-    this.maxBodyBytes = core.maxBodyBytes;
     this.bodyTimeout = resolved.bodyTimeout;
     this.#scheduler = resolved.scheduler;
     this.#hostCheck = resolved.hostCheck;
