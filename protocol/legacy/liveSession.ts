@@ -145,19 +145,18 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
    */
   append(frame: MessageFrame): MessageFrame | Promise<MessageFrame> {
     const stamped = this.log.append(frame);
-    if (isThenable(stamped)) {
-      stamped.then(
-        () => {
-          const unlogged = this.#unlogged;
-          if (unlogged === undefined) return;
-          unlogged.frames.delete(frame.coalesceKey ?? frame);
-          // Everything was logged: the next failure starts from the shortest wait again.
-          if (unlogged.frames.size === 0 && unlogged.timer === undefined) this.#unlogged = undefined;
-        },
-        () => this.#failed(frame),
-      );
-    }
+    // One rejection handler per asynchronous append; what was logged is seen in `onHeld`, in order
+    // (a handler for both outcomes on every frame cost 7–13 % of a worker's CPU per legacy frame).
+    if (isThenable(stamped)) stamped.then(undefined, () => this.#failed(frame));
     return stamped;
+  }
+
+  /** A frame of key `coalesceKey` was logged: a failed one of the same key no longer needs appending again. */
+  #logged(coalesceKey: string | undefined): void {
+    const unlogged = this.#unlogged!;
+    if (coalesceKey !== undefined) unlogged.frames.delete(coalesceKey);
+    // Everything was logged: the next failure starts from the shortest wait again.
+    if (unlogged.frames.size === 0 && unlogged.timer === undefined) this.#unlogged = undefined;
   }
 
   #failed(frame: MessageFrame): void {
@@ -181,6 +180,9 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
 
   /** A stamped frame whose turn came (see {@link deliver}). */
   onHeld(frame: Frame): void {
+    // Frames come here in the order they were appended, each once the log has taken it (a failed
+    // one goes to onHeldError, after `#failed` has kept it).
+    if (this.#unlogged !== undefined && frame.type === 'message') this.#logged(frame.coalesceKey);
     this.stream?.entry?.next(frame);
   }
 
