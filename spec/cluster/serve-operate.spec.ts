@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
-import { cli, type Run } from '../helpers/cli.js';
+import { cli, type Run, serving as servingCli } from '../helpers/cli.js';
 import { eventually, listenBody, SseConnection } from '../helpers/http.js';
 import { call, GetStream, initialize, send, sleep } from '../helpers/legacy.js';
 import { startRedis } from '../helpers/redis.js';
@@ -49,27 +49,9 @@ const workerOf = (headers: Record<string, unknown>) => Number(String(headers['x-
 /** How long a machine may take to print its ready line: generous, for a machine other work keeps busy. */
 const START_MS = 60_000;
 
-/**
- * Runs `serve --port 0 --dir <temp>/data --demo …args` until its ready line (and metrics line), hands
- * it to `body`, then stops it with SIGTERM, which must exit 0; always kills it and removes the
- * temp directory.
- */
-async function serving(args: string[], body: (served: { run: Run; url: string; metrics: string; dir: string }) => Promise<void>): Promise<Run> {
-  const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-operate-'));
-  const dir = path.join(root, 'data');
-  const run = cli(['serve', '--port', '0', '--dir', dir, '--demo', ...args]);
-  try {
-    await run.waitFor(/^metrics on \S+$/m, START_MS);
-    const url = /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!;
-    const metrics = /^metrics on (\S+)\/metrics$/m.exec(run.out())![1]!;
-    await body({ run, url, metrics, dir });
-    run.child.kill('SIGTERM');
-    assert.equal(await run.exited, 0, run.err());
-    return run;
-  } finally {
-    run.child.kill('SIGKILL');
-    await rm(root, { recursive: true, force: true });
-  }
+/** `serving` (spec/helpers/cli.ts) with the metrics port every run here asks for, and START_MS to start. */
+function serving(args: string[], body: (served: { run: Run; url: string; metrics: string; dir: string }) => Promise<void>): Promise<Run> {
+  return servingCli(args, (served) => body({ ...served, metrics: served.metrics! }), undefined, START_MS);
 }
 
 /** The value of the sample `series` (exactly as written) in a Prometheus text, or undefined. */

@@ -77,15 +77,16 @@ export interface Served {
 /**
  * Runs `serve --port 0 --dir <dir> --demo` with `args` (`dir` defaults to a fresh temp directory's
  * `data/`), hands it to `body` once it listens (and its metrics port, when asked for), then stops it
- * with SIGTERM, which must exit 0. Always stops it and removes the temp directory.
+ * with SIGTERM, which must exit 0. Always stops it and removes the temp directory. `startMs`: how
+ * long it may take to print its ready lines (default `waitFor`'s 10 s).
  */
-export async function serving(args: string[], body: (served: Served) => Promise<void>, dir?: string): Promise<Run> {
+export async function serving(args: string[], body: (served: Served) => Promise<void>, dir?: string, startMs?: number): Promise<Run> {
   const root = await mkdtemp(path.join(tmpdir(), 'mcp-rx-cli-'));
   const data = dir ?? path.join(root, 'data');
   const run = cli(['serve', '--port', '0', '--dir', data, '--demo', ...args]);
   try {
-    await run.waitFor(/^mcp-rx-streams listening on \S+$/m);
-    if (args.includes('--metrics-port')) await run.waitFor(/^metrics on \S+$/m);
+    await run.waitFor(/^mcp-rx-streams listening on \S+$/m, startMs);
+    if (args.includes('--metrics-port')) await run.waitFor(/^metrics on \S+$/m, startMs);
     const url = /^mcp-rx-streams listening on (\S+)$/m.exec(run.out())![1]!;
     const metrics = /^metrics on (\S+)\/metrics$/m.exec(run.out())?.[1];
     await body({ run, url, metrics, dir: data });

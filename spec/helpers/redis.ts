@@ -323,6 +323,18 @@ export async function startSentinelSet(options: { readonly downAfter?: number; r
     }
     const primaryOf = (port: number) => ask(port, async (client) => Number(((await client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as string[])[1]));
     const byPort = (port: number) => members.find((member) => member.port === port);
+    /** The port every Sentinel names as the primary once it is no longer `old` and answers as one. */
+    const newPrimary = (old: number, ms: number, what: () => string) =>
+      until(
+        async () => {
+          const named = await Promise.all(sentinelPorts.map(primaryOf));
+          if (named.some((port) => port === old || port !== named[0])) return undefined;
+          const role = await ask(named[0]!, (client) => client.call('ROLE') as Promise<[string]>);
+          return role[0] === 'master' ? named[0] : undefined;
+        },
+        ms,
+        what,
+      );
     return {
       url: `redis+sentinel://${sentinelPorts.map((port) => `127.0.0.1:${port}`).join(',')}/${name}`,
       name,
@@ -332,17 +344,7 @@ export async function startSentinelSet(options: { readonly downAfter?: number; r
       kill: async (port) => {
         await byPort(port)?.kill();
       },
-      failedOver: (old, ms) =>
-        until(
-          async () => {
-            const named = await Promise.all(sentinelPorts.map(primaryOf));
-            if (named.some((port) => port === old || port !== named[0])) return undefined;
-            const role = await ask(named[0]!, (client) => client.call('ROLE') as Promise<[string]>);
-            return role[0] === 'master' ? named[0] : undefined;
-          },
-          ms,
-          () => `every Sentinel to name a new primary instead of 127.0.0.1:${old}`,
-        ),
+      failedOver: (old, ms) => newPrimary(old, ms, () => `every Sentinel to name a new primary instead of 127.0.0.1:${old}`),
       restartAsReplica: async (port) => {
         const primary = await primaryOf(sentinelPorts[0]!);
         byPort(port)!.revive(await launchServer(port, dir, ['--appendonly', 'no'], ['--dbfilename', `dump-${port}.rdb`, '--replicaof', '127.0.0.1', String(primary)]));
@@ -362,16 +364,7 @@ export async function startSentinelSet(options: { readonly downAfter?: number; r
       failover: async (ms) => {
         const old = await primaryOf(sentinelPorts[0]!);
         await ask(sentinelPorts[0]!, (client) => client.call('SENTINEL', 'FAILOVER', name));
-        return until(
-          async () => {
-            const named = await Promise.all(sentinelPorts.map(primaryOf));
-            if (named.some((port) => port === old || port !== named[0])) return undefined;
-            const role = await ask(named[0]!, (client) => client.call('ROLE') as Promise<[string]>);
-            return role[0] === 'master' ? named[0] : undefined;
-          },
-          ms,
-          () => `the failover asked of the Sentinels to name a new primary instead of 127.0.0.1:${old}`,
-        );
+        return newPrimary(old, ms, () => `the failover asked of the Sentinels to name a new primary instead of 127.0.0.1:${old}`);
       },
       close,
     };
