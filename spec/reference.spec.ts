@@ -131,7 +131,9 @@ test('bearer tokens: 401 without or with a bad or expired one; private URIs need
     };
     assert.deepEqual(await ack('read'), { resourceSubscriptions: [readme] });
     assert.deepEqual(await ack('read private'), { resourceSubscriptions: [secretUri, readme] });
-    const ending = await firstValueFrom(listen({ url, notifications: { toolsListChanged: true }, token: await token('b', '', 1) }).pipe(toArray()));
+    // exp is in whole seconds: `+ 2` leaves 1–2 s of life (with `+ 1` a token minted late in a
+    // second had expired before a loaded box admitted its listen).
+    const ending = await firstValueFrom(listen({ url, notifications: { toolsListChanged: true }, token: await token('b', '', 2) }).pipe(toArray()));
     assert.deepEqual(methodsOf(ending), ['notifications/subscriptions/acknowledged', 'notifications/cancelled', 'result']);
     assert.equal(paramsOf(ending[1]).reason, 'token_expired');
   });
