@@ -16,7 +16,8 @@
 // be a failure in the report, not a run that CI stops at its own time limit: when the specs print
 // nothing for SPEC_STALL_MS (default 180 000 ms; uvu prints a mark as each test ends), the
 // process and everything it started are killed, the file that was running counts one failure
-// more, and the files after it run in a new process.
+// more, and the files after it run in a new process. A process that crashes (an uncaught error,
+// an unhandled rejection) is counted so too, and the files after it run on.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -127,10 +128,10 @@ function runFiles(files) {
       const rest = out.slice(printed).replace(/\n  Total:[\s\S]*$/, '\n');
       process.stdout.write(rest);
       const text = plain(out);
+      // The last file header uvu printed: the file that was running when the process stopped.
+      const current = () => text.split('\n').filter((line) => files.includes(line.trim())).at(-1)?.trim() ?? files[0];
       if (stalled) {
-        // The last file header uvu printed is the file whose test never ended.
-        const headers = text.split('\n').filter((line) => files.includes(line.trim()));
-        const file = headers.at(-1)?.trim() ?? files[0];
+        const file = current();
         console.log(`\n${file}: a test printed nothing for ${STALL_MS / 1000} s and was stopped (one failure); the files after it run on`);
         resolve({ passed: count(text, '• '), failed: count(text, '✘ ') + 1, skipped: 0, rest: files.slice(files.indexOf(file) + 1), took });
         return;
@@ -140,8 +141,11 @@ function runFiles(files) {
       const passed = num('Passed');
       const skipped = num('Skipped') || 0;
       if (Number.isNaN(total) || Number.isNaN(passed)) {
-        console.log(`\n${files[0]}…: uvu ended without a summary (exit ${code ?? signal})`);
-        resolve({ passed: count(text, '• '), failed: count(text, '✘ ') + 1, skipped: 0, rest: [], took });
+        // A crash (an uncaught error, an unhandled rejection) ended the process: one failure for
+        // the file it was in, and the files after it run in a new process.
+        const file = current();
+        console.log(`\n${file}: uvu ended without a summary (exit ${code ?? signal}; one failure); the files after it run on`);
+        resolve({ passed: count(text, '• '), failed: count(text, '✘ ') + 1, skipped: 0, rest: files.slice(files.indexOf(file) + 1), took });
         return;
       }
       // A file that fails outside any test (an import error), or a process that would not exit.

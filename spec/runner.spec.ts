@@ -39,6 +39,14 @@ for (const lanes of ['1', '2']) test(`a test that prints nothing for SPEC_STALL_
   assert.equal(alive(pid), false, 'the child process of the stalled test was killed with it');
 });
 
+for (const lanes of ['1', '2']) test(`a process that crashes (an unhandled rejection) counts one failure for its file, and the files after it run (SPEC_LANES=${lanes})`, async () => {
+  const { code, stdout } = await run(['fixtures/crash/.*\\.ts$'], { SPEC_LANES: lanes });
+  assert.equal(code, 1);
+  assert.match(stdout, /fixtures\/crash\/a-crashes\.ts: uvu ended without a summary \(exit 1; one failure\); the files after it run on/);
+  assert.match(stdout, /fixtures\/crash\/b-fine\.ts\n• • {3}\(2 \/ 2\)/);
+  assert.equal(stdout.trim().split('\n').at(-1), '3 passed, 1 failed');
+});
+
 test('a pattern without a suffix picks spec files only (not the fixtures above), and none matching is a failure, not a pass', async () => {
   const { code, stdout } = await run(['fixtures/runner'], {});
   assert.equal(code, 1);
