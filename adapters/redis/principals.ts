@@ -47,7 +47,11 @@ interface Entry {
   readonly principal: string;
   readonly streamId: string;
   readonly signal: Subject<CloseReason>;
-  /** Redis score (server time in µs) once recorded (`''` until then); kept to re-record in the same order after an outage. */
+  /** When it was admitted, in milliseconds on this process's monotonic clock (`performance.now()`), later than any before it. */
+  readonly admittedAt: number;
+  /** Its score (see RECORD), made at its first record and kept: every later record of it (after an outage) sends the same. */
+  proposed?: string;
+  /** Its score once Redis has recorded it (`''` until then). */
   score: string;
   live: boolean;
 }
@@ -57,9 +61,12 @@ interface Entry {
 // Heartbeats are expiry times in server milliseconds, compared to TIME inside the scripts.
 
 // Records one admission and applies the cap to the principal's streams fleet-wide, atomically.
-// KEYS: the principal's sorted set, its heartbeat hash. ARGV: nodeId, member, score ('' = now),
-// cap, heartbeat ttl. Score = Redis server time in microseconds, exact as a string (Lua's tostring
-// would round it): the oldest stream anywhere has the lowest score. Members of nodes whose
+// KEYS: the principal's sorted set, its heartbeat hash. ARGV: nodeId, member, score, cap,
+// heartbeat ttl, channel prefix. Score = when the node admitted the stream, in microseconds on the
+// Redis server's clock: the node's monotonic admission time plus the offset it read with TIME
+// when it connected (see RedisPrincipalCap.#anchor). So the oldest stream anywhere has the lowest
+// score, also when its record came late (its node could not reach Redis then, or was still
+// connecting), and a node's own streams are in the order it admitted them. Members of nodes whose
 // heartbeat expired are dead and dropped first. Victims on other nodes are told on their node's
 // channel (ARGV[6] .. nodeId); all are returned.
 const RECORD = `
@@ -69,7 +76,6 @@ local cap, ttl, channel = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('HSET', beats, node, string.format('%.0f', now + ttl))
-if score == '' then score = time[1] .. string.rep('0', 6 - #time[2]) .. time[2] end
 redis.call('ZADD', zset, 'NX', score, member)
 local alive = {}
 for _, m in ipairs(redis.call('ZRANGE', zset, 0, -1)) do
@@ -123,9 +129,13 @@ type CapCommands = RedisConnection & {
  * Admission stays synchronous and always admits. Locally it works like `PrincipalRegistry` at
  * once (a burst on one node never holds more than the cap live, Redis or not); the fleet-wide
  * part follows asynchronously: the admission is recorded in the principal's sorted set in Redis
- * (score = Redis server time, member = `nodeId:streamId`) by a script that, atomically, drops
- * the members of dead nodes and removes the oldest members beyond the cap, telling their nodes on
- * pub/sub; those streams close with reason `superseded`. `release()` removes the member.
+ * (score = the time of the admission on the Redis server's clock, member = `nodeId:streamId`) by a
+ * script that, atomically, drops the members of dead nodes and removes the oldest members beyond
+ * the cap, telling their nodes on pub/sub; those streams close with reason `superseded`.
+ * `release()` removes the member. A stream admitted while its node could not reach Redis (an
+ * outage, or a node still connecting) keeps its place: when its record comes late, its score is
+ * still when it was admitted (the node's monotonic clock, set against the server's `TIME` each
+ * time the node connects).
  *
  * What does not count forever: every `heartbeatTtl / 3` a node renews its heartbeat in each
  * principal it has streams of (a hash next to the principal's set) and the expiry of both; a dead
@@ -167,6 +177,9 @@ export class RedisPrincipalCap implements PrincipalCap {
   #unrecorded = false;
   readonly #heartbeat: Subscription;
   #nextId = 0;
+  #lastAdmittedAt = 0;
+  /** The Redis server's clock less this process's monotonic clock, in µs; read at each connection. */
+  #offsetMicros: number | undefined = undefined;
   #stats = { recorded: 0, superseded: 0, revoked: 0, failures: 0, confirmedBeats: 0 };
   #closing: Promise<void> | undefined;
 
@@ -194,8 +207,9 @@ export class RedisPrincipalCap implements PrincipalCap {
       else if (from === revocations) this.#heardRevoke(message);
     });
     this.#subscriber.subscribe(channel, revocations).catch(() => undefined);
-    // Every (re)connection re-records the live streams: those admitted before it, or during an outage.
-    this.#commands.on('ready', () => this.#resync());
+    // Every (re)connection reads the server's clock, then re-records the live streams: those
+    // admitted before it, or during an outage.
+    this.#commands.on('ready', () => this.#anchor());
     this.#heartbeat = timer(this.#heartbeatTtl / 3, this.#heartbeatTtl / 3).subscribe(() => this.#beat());
   }
 
@@ -222,7 +236,9 @@ export class RedisPrincipalCap implements PrincipalCap {
   admit(principal: string): Admission {
     let list = this.#streams.get(principal);
     if (list === undefined) this.#streams.set(principal, (list = []));
-    const entry: Entry = { principal, streamId: String(this.#nextId++), signal: new Subject<CloseReason>(), score: '', live: true };
+    // Strictly later than the admission before it (1 µs at least): a node's order is never a tie.
+    const admittedAt = (this.#lastAdmittedAt = Math.max(performance.now(), this.#lastAdmittedAt + 0.001));
+    const entry: Entry = { principal, streamId: String(this.#nextId++), signal: new Subject<CloseReason>(), admittedAt, score: '', live: true };
     list.push(entry);
     this.#byId.set(entry.streamId, entry);
     // Removals of the locally displaced go out before the new record, on the same connection.
@@ -279,8 +295,12 @@ export class RedisPrincipalCap implements PrincipalCap {
     if (this.#closing !== undefined) return void this.#stats.failures++;
     if (this.#commands.status !== 'ready') return this.#unrecordable();
     const { principal } = entry;
+    // Not scored before the offset to the server's clock is known (read as the connection became
+    // ready): recorded once it is.
+    if (this.#offsetMicros === undefined) return void (this.#unrecorded = true);
     const channel = `${this.#prefix}:supersede:`;
-    this.#commands.mcpRxCapRecord(this.#setKey(principal), this.#beatsKey(principal), this.nodeId, this.#member(entry), entry.score, this.maxPerPrincipal, this.#heartbeatTtl, channel).then(
+    const score = (entry.proposed ??= String(Math.round(entry.admittedAt * 1000 + this.#offsetMicros)));
+    this.#commands.mcpRxCapRecord(this.#setKey(principal), this.#beatsKey(principal), this.nodeId, this.#member(entry), score, this.maxPerPrincipal, this.#heartbeatTtl, channel).then(
       ([score, victims]) => {
         this.#stats.recorded++;
         if (entry.score === '') entry.score = score;
@@ -362,6 +382,25 @@ export class RedisPrincipalCap implements PrincipalCap {
     this.#commands.zrem(this.#setKey(principal), member).then(() => undefined, failed);
   }
 
+  /**
+   * Reads the Redis server's clock (TIME) against this process's monotonic clock, so that a score is
+   * the admission's time on the server's clock whenever the record is sent; then redoes what
+   * failed (see {@link #resync}). The offset is the server's time less the midpoint of the round
+   * trip: off by at most half of it.
+   */
+  #anchor(): void {
+    if (this.#closing !== undefined) return;
+    const sent = performance.now();
+    this.#commands.time().then(
+      ([seconds, micros]) => {
+        const received = performance.now();
+        this.#offsetMicros = Number(seconds) * 1_000_000 + Number(micros) - Math.round(((sent + received) / 2) * 1000);
+        this.#resync();
+      },
+      () => this.#unrecordable(),
+    );
+  }
+
   /** Redoes what failed: the removals, and the records of every live stream (in their order). */
   #resync(): void {
     if (this.#closing !== undefined) return;
@@ -379,7 +418,9 @@ export class RedisPrincipalCap implements PrincipalCap {
    */
   #beat(): void {
     if (this.#commands.status !== 'ready') return;
-    if (this.#unrecorded || this.#pendingRemovals.size > 0) this.#resync();
+    // The clock could not be read when the connection became ready: read it now, then redo.
+    if (this.#offsetMicros === undefined) this.#anchor();
+    else if (this.#unrecorded || this.#pendingRemovals.size > 0) this.#resync();
     for (const [principal, list] of this.#streams) {
       // Only those Redis has acknowledged: a record still on its way is not missing.
       const recorded = list.filter((entry) => entry.score !== '');

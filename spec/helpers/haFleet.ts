@@ -157,6 +157,8 @@ export async function failoverScenario(
   b: HaNode,
   kill: () => Promise<void>,
   failedOver: () => Promise<void>,
+  /** What Redis holds of the principal's cap (its set with scores, its heartbeats), for a failing step's report. */
+  inspect: (principal: string) => Promise<unknown> = async () => 'not inspected',
 ): Promise<FailoverReport> {
   const uris = Array.from({ length: 1000 }, (_, i) => uriOf(i + 1)); // a listen takes at most 1000 URIs
   const listen = async (node: HaNode, id: number, subscriptions: readonly string[]) => {
@@ -255,7 +257,8 @@ export async function failoverScenario(
       return await work();
     } catch (error) {
       const state = (node: HaNode) => ({ endpoint: node.server.endpoint.stats, bus: node.bus.stats, cap: node.principals.stats, sessionBus: node.sessionBus.stats, lease: node.lease.held });
-      throw new Error(`${what}: ${(error as Error).message.slice(0, 2000)}\nA: ${JSON.stringify(state(a))}\nB: ${JSON.stringify(state(b))}\nGET (status ${get.res?.statusCode}, ended ${get.ended}): ${JSON.stringify(get.text.slice(-600))}\nerrors: ${errors.slice(-5).join(' | ')}`);
+      const redis = await inspect('p').catch((failure: unknown) => `could not inspect: ${String(failure)}`);
+      throw new Error(`${what}: ${(error as Error).message.slice(0, 2000)}\nA: ${JSON.stringify(state(a))}\nB: ${JSON.stringify(state(b))}\ncap in Redis: ${JSON.stringify(redis)}\nGET (status ${get.res?.statusCode}, ended ${get.ended}): ${JSON.stringify(get.text.slice(-600))}\nerrors: ${errors.slice(-5).join(' | ')}`);
     }
   };
 

@@ -1,6 +1,7 @@
 // RedisPrincipalCap against a real redis-server: the M8 supersede rule across two nodes (two
 // endpoints in this process, each with its own cap and connections), dead nodes, and an outage.
 import { strict as assert } from 'node:assert';
+import net from 'node:net';
 import { test } from 'uvu';
 import { RedisPrincipalCap } from '../../adapters/redis/principals.js';
 import type { EndpointRequest } from '../../lib/context.js';
@@ -116,6 +117,54 @@ test('Redis down: the cap holds per node at once; after the restart the fleet-wi
     await eventually(() => cap.size === 0, 1000, 'no principal left');
   } finally {
     await cap.close();
+  }
+});
+
+test('a stream admitted while its node could not reach Redis keeps its place: recorded late, it is still the oldest the cap supersedes', async () => {
+  const prefix = freshPrefix();
+  // Node A reaches Redis through a forwarder that is not listening yet (a node still connecting,
+  // or cut off); node B reaches it directly.
+  const reserved = net.createServer();
+  await new Promise<void>((resolve) => reserved.listen(0, '127.0.0.1', resolve));
+  const { port } = reserved.address() as net.AddressInfo;
+  await new Promise((resolve) => reserved.close(resolve));
+  const target = new URL(suite.server.url);
+  const sockets = new Set<net.Socket>();
+  const forwarder = net.createServer((socket) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const end of [socket, upstream]) {
+      sockets.add(end);
+      end.on('error', () => undefined);
+      end.on('close', () => sockets.delete(end));
+    }
+    socket.pipe(upstream).pipe(socket);
+  });
+  const a = new RedisPrincipalCap({ redis: `redis://127.0.0.1:${port}`, nodeId: 'A', prefix, maxPerPrincipal: 2, maxReconnectDelay: 50 });
+  const b = new RedisPrincipalCap({ redis: suite.server.url, nodeId: 'B', prefix, maxPerPrincipal: 2 });
+  try {
+    const ended: string[] = [];
+    const onA = a.admit('p');
+    onA.superseded$.subscribe(() => ended.push('A:0'));
+    await eventually(() => a.stats.failures >= 1, 2000, "A's record to fail");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const onB = b.admit('p');
+    onB.superseded$.subscribe(() => ended.push('B:0'));
+    await eventually(() => b.stats.recorded === 1, 2000, "B's record");
+    // A reaches Redis now and records its stream, admitted before B's.
+    await new Promise<void>((resolve) => forwarder.listen(port, '127.0.0.1', resolve));
+    await eventually(() => a.stats.recorded === 1, 3000, "A's late record");
+    assert.deepEqual(await members(prefix, 'p'), ['A:0', 'B:0'], "A's stream scored before B's");
+    // A third stream: the oldest, A's, is superseded, not B's.
+    const third = b.admit('p');
+    await eventually(() => ended.length > 0, 3000, 'a supersede');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(ended, ['A:0']);
+    onB.release();
+    third.release();
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => forwarder.close(resolve));
   }
 });
 

@@ -77,6 +77,10 @@ test('a primary killed mid-stream, its replica taking over: every change reaches
     async () => {
       now = await set.failedOver('ha:hub', old, 20_000);
     },
+    async (principal) => {
+      const key = `ha:cap:principal:{${principal}}`;
+      return { set: await raw.zrange(key, '0', '-1', 'WITHSCORES'), beats: await raw.hgetall(`${key}:nodes`), time: await raw.call('TIME'), slotOn: await set.primaryOf(key), killed: old, promoted: now };
+    },
   );
   process.stdout.write(`\n  Redis Cluster failover (127.0.0.1:${old} -> ${now}): ${JSON.stringify(report)}\n`);
 });
