@@ -215,6 +215,8 @@ test('Redis killed for 2.5 s while the lease holder publishes 200 changes: after
   const [holder, other] = await holderAndOther();
   const [onHolder, onOther] = await listen200(holder, other, 11);
   const resyncsBefore = resyncLines(first) + resyncLines(second);
+  const reachable = /is reachable again: .*\(queued \d+, unrelayed \d+, resyncs \d+\)/gm;
+  const reachableBefore = lines(holder, reachable).length;
   try {
     const killed = Date.now();
     await redis.stop();
@@ -240,7 +242,9 @@ test('Redis killed for 2.5 s while the lease holder publishes 200 changes: after
     assert.deepEqual(heard, published, 'in publishing order');
     assert.equal(new Set(published).size, 200, 'every file changed');
     assert.equal(resyncLines(first) + resyncLines(second), resyncsBefore, 'no resync: nothing was lost');
-    assert.match(lines(holder, /is reachable again: .*\(queued \d+, unrelayed \d+, resyncs \d+\)/gm).pop()![0], /unrelayed 0, resyncs 0\)$/);
+    // Logged once both of the holder's connections are back (its reader's backoff can be the later).
+    await waitFor(async () => lines(holder, reachable).length > reachableBefore, 5000, "the holder's 'reachable again' line");
+    assert.match(lines(holder, reachable).pop()![0], /unrelayed 0, resyncs 0\)$/);
   } finally {
     onHolder.destroy();
     onOther.destroy();
