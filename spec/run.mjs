@@ -6,11 +6,10 @@
 //                                a pattern that names its own suffix picks other files too (the
 //                                runner's own spec runs its fixtures so)
 //
-// The files run in SPEC_LANES uvu processes at once (default 1: with 2, the Redis failover specs
-// and one Redis teardown failed now and then beside the other lane's load; to be found first),
-// each over its share (the long files of HEAVY dealt out evenly); each file's output is printed
-// whole once it has ended, and the run closes with its time and its slowest files. SPEC_LANES=1
-// runs them all in one process, in uvu's order.
+// The files run in SPEC_LANES uvu processes at once (default 2, the 2 cores the run is planned
+// for), each over its share (the long files of HEAVY dealt out evenly); each file's output is
+// printed whole once it has ended, and the run closes with its time and its slowest files.
+// SPEC_LANES=1 runs them all in one process, in uvu's order.
 //
 // A test that never settles (a promise waiting for a server a failed test left down, say) must
 // be a failure in the report, not a run that CI stops at its own time limit: when the specs print
@@ -163,7 +162,7 @@ const HEAVY = [
   'redis/sentinel.spec.ts', 'redis/redis-cluster.spec.ts', 'redis/cluster.spec.ts', 'serve-flags.spec.ts', 'redis/fleet.spec.ts',
   'cluster/serve.spec.ts', 'upstream/sdk.spec.ts', 'upstream/python.spec.ts', 'interop-stdio.spec.ts', 'snippets.spec.ts',
 ];
-const LANES = Math.max(1, Number(process.env.SPEC_LANES ?? 1));
+const LANES = Math.max(1, Number(process.env.SPEC_LANES ?? 2));
 
 const running = new Set();
 for (const signal of ['SIGINT', 'SIGTERM']) {
