@@ -141,11 +141,32 @@ export function sentOnce(commandTimeout: number | undefined, maxReconnectDelay: 
 }
 
 /**
- * The settings of a pub/sub subscriber connection: it subscribes its channels again after every
- * reconnection, and waits for Redis as long as it takes (a subscriber has no command to give up on).
+ * The settings of a pub/sub subscriber connection: it waits for Redis as long as it takes (a
+ * subscriber has no command to give up on). Its channels are subscribed again after every
+ * reconnection by {@link subscribeChannels}, not by ioredis's `autoResubscribe`: ioredis 6.0 sends
+ * that SUBSCRIBE without a rejection handler, so a connection closed (or lost again) while it is
+ * in flight ended the process with an unhandled "Connection is closed" (redis/ioredis#2187).
  */
 export function subscriberOptions(maxReconnectDelay: number): RedisOptions {
-  return { autoResubscribe: true, maxRetriesPerRequest: null, retryStrategy: backoff(maxReconnectDelay) };
+  return { autoResubscribe: false, maxRetriesPerRequest: null, retryStrategy: backoff(maxReconnectDelay) };
+}
+
+/**
+ * Subscribes `connection` (made with {@link subscriberOptions}) to `channels` each time it becomes
+ * ready, the first time and after every reconnection, each SUBSCRIBE with a rejection handler (a
+ * failed one is redone at the next reconnection). A Redis Cluster's subscriber moves between nodes
+ * and subscribes again by itself (with handlers): there it is subscribed once.
+ * @returns resolves once `channels` are subscribed the first time; rejects when the connection
+ *   ends (closed) before that.
+ */
+export function subscribeChannels(connection: RedisConnection, channels: readonly string[]): Promise<void> {
+  if ('isCluster' in connection && connection.isCluster) return connection.subscribe(...channels).then(() => undefined);
+  return new Promise<void>((resolve, reject) => {
+    const subscribe = () => void connection.subscribe(...channels).then(() => resolve(), () => undefined);
+    connection.on('ready', subscribe);
+    connection.once('end', () => reject(new Error(`the Redis connection closed before ${channels.join(', ')} could be subscribed`)));
+    if (connection.status === 'ready') subscribe();
+  });
 }
 
 /** Resolves once `connection` is ready (at once when it already is). */

@@ -2,7 +2,7 @@ import { Subject, type Subscription, timer } from 'rxjs';
 import { InvalidOptionError } from '../../lib/errors.js';
 import { isCloseReason, type CloseReason } from '../../lib/frame.js';
 import type { Admission, PrincipalCap } from '../../lib/principals.js';
-import { checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, hashTag, openConnection, type RedisConnection, type RedisTarget, sentOnce, subscriberOptions } from './connection.js';
+import { checkCount, checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, hashTag, openConnection, type RedisConnection, type RedisTarget, sentOnce, subscribeChannels, subscriberOptions } from './connection.js';
 
 /** Options of {@link RedisPrincipalCap}. */
 export interface RedisPrincipalCapOptions {
@@ -206,7 +206,7 @@ export class RedisPrincipalCap implements PrincipalCap {
       if (from === channel) this.#supersede(this.#byId.get(message));
       else if (from === revocations) this.#heardRevoke(message);
     });
-    this.#subscriber.subscribe(channel, revocations).catch(() => undefined);
+    subscribeChannels(this.#subscriber, [channel, revocations]).catch(() => undefined);
     // Every (re)connection reads the server's clock, then re-records the live streams: those
     // admitted before it, or during an outage.
     this.#commands.on('ready', () => this.#anchor());

@@ -2,7 +2,7 @@ import { BehaviorSubject, distinctUntilChanged, type Observable, type Subscripti
 import { isCloseReason } from '../../lib/frame.js';
 import type { SessionBus, SessionCommand } from '../../lib/session.js';
 import { reportError } from '../../lib/telemetry.js';
-import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, keyBeside, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady, subscriberOptions } from './connection.js';
+import { checkMilliseconds, checkName, checkNodeId, checkOptions, checkTarget, closeConnection, keyBeside, openConnection, type RedisConnection, type RedisTarget, sentOnce, whenReady, subscribeChannels, subscriberOptions } from './connection.js';
 import { tryParseJson } from '../../lib/jsonrpc.js';
 
 /** Options of {@link RedisSessionBus}. */
@@ -132,7 +132,7 @@ export class RedisSessionBus implements SessionBus {
     this.#subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channel) this.#receive(message);
     });
-    this.#subscribed = this.#subscriber.subscribe(this.channel);
+    this.#subscribed = subscribeChannels(this.#subscriber, [this.channel]);
     this.#subscribed.catch(() => undefined);
     const beat = Math.max(10, Math.floor(this.#heartbeatTtl / 3));
     this.#heartbeat = timer(0, beat).subscribe(() => this.#beat());

@@ -1,6 +1,8 @@
 // A part's pub/sub connection closed while it subscribes its channels again after a reconnection
-// must not crash the process. ioredis 6.0.0 sent that SUBSCRIBE without a rejection handler: the
-// close rejected it ("Connection is closed"), an unhandled rejection, which ends a Node process.
+// must not crash the process. ioredis 6.0's own resubscription (autoResubscribe) sent that
+// SUBSCRIBE without a rejection handler: the close rejected it ("Connection is closed"), an
+// unhandled rejection, which ends a Node process. The parts subscribe again themselves now
+// (adapters/redis/connection.ts subscribeChannels), with a handler.
 // Here a tiny RESP server stands in for Redis, so that the moment is exact: it answers the first
 // connection's SUBSCRIBE, drops that connection, leaves the reconnection's SUBSCRIBE unanswered,
 // and the part is closed then (its QUIT answered by the socket closing, as a dying server does).
