@@ -11,8 +11,11 @@ import type { JsonRpcMessage } from './jsonrpc.js';
  * before it has its id.
  */
 export interface EventLog {
-  /** Stamps `frame` with the next event id, records it, and returns the stamped frame. */
-  append(frame: MessageFrame): MessageFrame | Promise<MessageFrame>;
+  /**
+   * Stamps `frame` with the next event id, records it, and returns the stamped frame: at once, or
+   * as a promise (any thenable) when the log is elsewhere (Redis, a cluster's primary).
+   */
+  append(frame: MessageFrame): MessageFrame | PromiseLike<MessageFrame>;
   /** The recorded frames a client that last saw `lastEventId` missed, oldest first. */
   after(lastEventId: string | null | undefined): readonly MessageFrame[] | Promise<readonly MessageFrame[]>;
   /**

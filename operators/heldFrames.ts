@@ -1,3 +1,4 @@
+import { Pending } from '../lib/pending.js';
 import { isThenable } from '../lib/replayBuffer.js';
 
 const ignore = () => undefined;
@@ -30,6 +31,8 @@ export class HeldFrames<T> {
   private draining = false;
   private ending = false;
   private stopped = false;
+  // What a Pending head calls when it settles: made once (at the first), not per value.
+  private waiters: [(value: T) => void, (error: unknown) => void] | undefined = undefined;
 
   constructor(private readonly sink: HeldFramesSink<T>) {}
 
@@ -42,8 +45,9 @@ export class HeldFrames<T> {
     if (this.stopped) return;
     // A promise behind another gets its handler only when it reaches the head; rejected before
     // that (a shared log's appends can fail out of order, e.g. while a Redis Cluster fails over),
-    // Node would call it unhandled and end the process. Its rejection is read at the head.
-    if (isThenable(item)) item.then(undefined, ignore);
+    // Node would call it unhandled and end the process. Its rejection is read at the head. (A
+    // Pending is no Promise: nothing reports it unhandled.)
+    if (isThenable(item) && !(item instanceof Pending)) item.then(undefined, ignore);
     this.items.push(item);
     this.drain();
   }
@@ -67,8 +71,21 @@ export class HeldFrames<T> {
     this.draining = true;
     const { items } = this;
     while (items.length > 0 && !this.stopped) {
-      const head = items[0]!;
-      if (isThenable(head)) {
+      let head: T | PromiseLike<T> = items[0]!;
+      if (head instanceof Pending) {
+        // Settled already: taken here, not through a callback (which would run inside this loop).
+        if (head.fulfilled) head = head.value as T;
+        else if (head.settled) {
+          items.shift();
+          this.sink.onHeldError(head.error);
+          continue;
+        } else {
+          const [onValue, onError] = (this.waiters ??= [(value: T) => this.settled(value, undefined, false), (error: unknown) => this.settled(undefined, error, true)]);
+          head.wait(onValue, onError);
+          // Stays draining until it settles: later values wait behind it.
+          return;
+        }
+      } else if (isThenable(head)) {
         head.then(
           (value) => this.settled(value, undefined, false),
           (error: unknown) => this.settled(undefined, error, true),

@@ -1,14 +1,15 @@
 import type { MessageFrame } from '../../lib/frame.js';
+import { Pending } from '../../lib/pending.js';
 import { type EventLog, loggedFrame, stamp } from '../../lib/replayBuffer.js';
 import { toWire } from './frames.js';
 import type { WorkerLink } from './link.js';
 import type { WireFrame } from './protocol.js';
 
-/** A frame waiting for its id. */
-interface PendingAppend {
-  readonly frame: MessageFrame;
-  resolve(frame: MessageFrame): void;
-  reject(error: unknown): void;
+/** A frame waiting for its id: settled with the stamped frame when the batch's reply comes. */
+class PendingAppend extends Pending<MessageFrame> {
+  constructor(readonly frame: MessageFrame) {
+    super();
+  }
 }
 
 /**
@@ -28,7 +29,7 @@ class AppendBatch {
   failure: { readonly error: unknown } | undefined = undefined;
 
   add(sessionId: string, append: PendingAppend): void {
-    if (this.failure !== undefined) return append.reject(this.failure.error);
+    if (this.failure !== undefined) return void append.reject(this.failure.error);
     let at = this.#index.get(append.frame);
     if (at === undefined) {
       at = this.frames.push(toWire(append.frame)) - 1;
@@ -48,7 +49,8 @@ class AppendBatch {
  * wait, as for a Redis log): the appends of one synchronous run (one hub publish to every session
  * of this worker) travel as one request, each distinct frame once, and come back as one list of
  * ids. A frame is written to its stream only once the primary has logged it, so a client never
- * holds an id the log has not.
+ * holds an id the log has not. Each append is a {@link Pending}, not a Promise: the reply's one
+ * continuation hands every session its stamped frame in a loop, in append order.
  * @internal
  */
 export class ClusterEventLogs {
@@ -69,20 +71,23 @@ export class ClusterEventLogs {
     return log;
   }
 
-  #append(sessionId: string, frame: MessageFrame): Promise<MessageFrame> {
-    return new Promise((resolve, reject) => {
-      let batch = this.#batch;
-      // The request is queued at the first append, in order with everything else this worker
-      // sends, and grows with the appends that follow until its batch goes out.
-      if (batch === undefined || batch.batch !== this.link.batch) batch = this.#batch = this.#request();
-      batch.add(sessionId, { frame, resolve, reject });
-    });
+  #append(sessionId: string, frame: MessageFrame): Pending<MessageFrame> {
+    const append = new PendingAppend(frame);
+    let batch = this.#batch;
+    // The request is queued at the first append, in order with everything else this worker
+    // sends, and grows with the appends that follow until its batch goes out.
+    if (batch === undefined || batch.batch !== this.link.batch) batch = this.#batch = this.#request();
+    batch.add(sessionId, append);
+    return append;
   }
 
   #request(): AppendBatch {
     const batch = new AppendBatch(this.link.batch);
     this.link.call('log.append', [batch.frames, batch.appends]).then(
-      (ids) => batch.pending.forEach((append, i) => append.resolve(stamp(append.frame, ids[i]!))),
+      (ids) => {
+        const { pending } = batch;
+        for (let i = 0; i < pending.length; i++) pending[i]!.resolve(stamp(pending[i]!.frame, ids[i]!));
+      },
       (error: unknown) => {
         batch.failure = { error };
         for (const append of batch.pending) append.reject(error);

@@ -8,6 +8,7 @@ import type { RequestContext } from '../../lib/context.js';
 import { type Frame, mayReceive, type MessageFrame } from '../../lib/frame.js';
 import { type Hub, type HubTarget, NotificationMethod } from '../../lib/hub.js';
 import { encodeMessage, encodeResourceUpdated } from '../../lib/encode.js';
+import { Pending } from '../../lib/pending.js';
 import { type EventLog, isThenable } from '../../lib/replayBuffer.js';
 import type { SessionRecord } from '../../lib/session.js';
 import { reportError, type StopReason } from '../../lib/telemetry.js';
@@ -143,11 +144,12 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
    * heard late, never silently lost, and the ids stay consecutive. Nothing is kept once the session
    * has ended (another node keeps it then, or nobody) or its endpoint has closed.
    */
-  append(frame: MessageFrame): MessageFrame | Promise<MessageFrame> {
+  append(frame: MessageFrame): MessageFrame | PromiseLike<MessageFrame> {
     const stamped = this.log.append(frame);
     // One rejection handler per asynchronous append; what was logged is seen in `onHeld`, in order
     // (a handler for both outcomes on every frame cost 7–13 % of a worker's CPU per legacy frame).
-    if (isThenable(stamped)) stamped.then(undefined, () => this.#failed(frame));
+    if (stamped instanceof Pending) stamped.wait(undefined, () => this.#failed(frame));
+    else if (isThenable(stamped)) stamped.then(undefined, () => this.#failed(frame));
     return stamped;
   }
 
