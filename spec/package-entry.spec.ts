@@ -21,6 +21,7 @@ const INTERNAL: Readonly<Record<string, readonly string[]>> = {
   'hub.ts': ['HubBusTargets'],
   'jsonrpc.ts': ['exceedsBytes', 'tryParseJson'],
   'notifications.ts': ['TopicRegistration', 'TopicsObservable', 'attachTopics', 'forEachTopic'],
+  'pending.ts': ['Pending'],
   'options.ts': ['LISTEN_OPTIONS', 'STREAM_LIMITS'],
   'optionTable.ts': ['defaultsOf', 'namesOf', 'option', 'readOptions', 'resolveOptions'],
   'protocol.ts': ['NEWEST_LEGACY_PROTOCOL_VERSION', 'RECOGNIZED_LEGACY_VERSIONS'],
