@@ -27,7 +27,6 @@ export class Pending<T> implements PromiseLike<T> {
   // One waiter is the common case (a legacy session's held frames): kept in two fields.
   #onValue: ((value: T) => void) | undefined = undefined;
   #onError: ((error: unknown) => void) | undefined = undefined;
-  #waiting = false;
   #more: Waiter<T>[] | undefined = undefined;
 
   /** True once resolved or rejected. */
@@ -55,9 +54,9 @@ export class Pending<T> implements PromiseLike<T> {
    * chain on: the cheap way for a consumer that knows it holds a Pending.
    */
   wait(onValue: ((value: T) => void) | undefined, onError: ((error: unknown) => void) | undefined): void {
+    if (onValue === undefined && onError === undefined) return;
     if (this.#state !== 0) this.#call(onValue, onError);
-    else if (!this.#waiting) {
-      this.#waiting = true;
+    else if (this.#onValue === undefined && this.#onError === undefined) {
       this.#onValue = onValue;
       this.#onError = onError;
     } else (this.#more ??= []).push({ onValue, onError });
@@ -105,13 +104,11 @@ export class Pending<T> implements PromiseLike<T> {
   }
 
   #wake(): void {
-    if (!this.#waiting) return;
     const onValue = this.#onValue;
     const onError = this.#onError;
     const more = this.#more;
     this.#onValue = this.#onError = this.#more = undefined;
-    this.#waiting = false;
-    this.#call(onValue, onError);
+    if (onValue !== undefined || onError !== undefined) this.#call(onValue, onError);
     if (more !== undefined) for (const waiter of more) this.#call(waiter.onValue, waiter.onError);
   }
 

@@ -50,9 +50,9 @@ interface Entry {
   /** When it was admitted, in milliseconds on this process's monotonic clock (`performance.now()`), later than any before it. */
   readonly admittedAt: number;
   /** Its score (see RECORD), made at its first record and kept: every later record of it (after an outage) sends the same. */
-  proposed?: string;
-  /** Its score once Redis has recorded it (`''` until then). */
-  score: string;
+  score: string | undefined;
+  /** Redis has acknowledged a record of it. */
+  recorded: boolean;
   live: boolean;
 }
 
@@ -68,7 +68,7 @@ interface Entry {
 // score, also when its record came late (its node could not reach Redis then, or was still
 // connecting), and a node's own streams are in the order it admitted them. Members of nodes whose
 // heartbeat expired are dead and dropped first. Victims on other nodes are told on their node's
-// channel (ARGV[6] .. nodeId); all are returned.
+// channel (ARGV[6] .. nodeId); all victims are returned.
 const RECORD = `
 local zset, beats = KEYS[1], KEYS[2]
 local node, member, score = ARGV[1], ARGV[2], ARGV[3]
@@ -99,7 +99,7 @@ if over > 0 then
 end
 redis.call('PEXPIRE', zset, ttl)
 redis.call('PEXPIRE', beats, ttl)
-return {score, victims}`;
+return victims`;
 
 // One node's heartbeat for one principal: renews its entry and both keys' expiry, and returns how
 // many of the node's members (ARGV[3]…) the set still holds, so that the node records again what
@@ -118,7 +118,7 @@ end
 return held`;
 
 type CapCommands = RedisConnection & {
-  mcpRxCapRecord(set: string, beats: string, nodeId: string, member: string, score: string, cap: number, ttl: number, channel: string): Promise<[string, string[]]>;
+  mcpRxCapRecord(set: string, beats: string, nodeId: string, member: string, score: string, cap: number, ttl: number, channel: string): Promise<string[]>;
   mcpRxCapBeat(set: string, beats: string, nodeId: string, ttl: number, ...members: string[]): Promise<number>;
 };
 
@@ -238,7 +238,7 @@ export class RedisPrincipalCap implements PrincipalCap {
     if (list === undefined) this.#streams.set(principal, (list = []));
     // Strictly later than the admission before it (1 µs at least): a node's order is never a tie.
     const admittedAt = (this.#lastAdmittedAt = Math.max(performance.now(), this.#lastAdmittedAt + 0.001));
-    const entry: Entry = { principal, streamId: String(this.#nextId++), signal: new Subject<CloseReason>(), admittedAt, score: '', live: true };
+    const entry: Entry = { principal, streamId: String(this.#nextId++), signal: new Subject<CloseReason>(), admittedAt, score: undefined, recorded: false, live: true };
     list.push(entry);
     this.#byId.set(entry.streamId, entry);
     // Removals of the locally displaced go out before the new record, on the same connection.
@@ -299,11 +299,11 @@ export class RedisPrincipalCap implements PrincipalCap {
     // ready): recorded once it is.
     if (this.#offsetMicros === undefined) return void (this.#unrecorded = true);
     const channel = `${this.#prefix}:supersede:`;
-    const score = (entry.proposed ??= String(Math.round(entry.admittedAt * 1000 + this.#offsetMicros)));
+    const score = (entry.score ??= String(Math.round(entry.admittedAt * 1000 + this.#offsetMicros)));
     this.#commands.mcpRxCapRecord(this.#setKey(principal), this.#beatsKey(principal), this.nodeId, this.#member(entry), score, this.maxPerPrincipal, this.#heartbeatTtl, channel).then(
-      ([score, victims]) => {
+      (victims) => {
         this.#stats.recorded++;
-        if (entry.score === '') entry.score = score;
+        entry.recorded = true;
         for (const member of victims) {
           const colon = member.lastIndexOf(':');
           if (member.slice(0, colon) === this.nodeId) this.#supersede(this.#byId.get(member.slice(colon + 1)));
@@ -423,7 +423,7 @@ export class RedisPrincipalCap implements PrincipalCap {
     else if (this.#unrecorded || this.#pendingRemovals.size > 0) this.#resync();
     for (const [principal, list] of this.#streams) {
       // Only those Redis has acknowledged: a record still on its way is not missing.
-      const recorded = list.filter((entry) => entry.score !== '');
+      const recorded = list.filter((entry) => entry.recorded);
       const members = recorded.map((entry) => this.#member(entry));
       this.#commands.mcpRxCapBeat(this.#setKey(principal), this.#beatsKey(principal), this.nodeId, this.#heartbeatTtl, ...members).then(
         (held) => {

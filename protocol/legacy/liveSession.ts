@@ -148,8 +148,10 @@ export class LiveSession extends SubscriptionSet implements HeldFramesSink<Frame
     const stamped = this.log.append(frame);
     // One rejection handler per asynchronous append; what was logged is seen in `onHeld`, in order
     // (a handler for both outcomes on every frame cost 7–13 % of a worker's CPU per legacy frame).
-    if (stamped instanceof Pending) stamped.wait(undefined, () => this.#failed(frame));
-    else if (isThenable(stamped)) stamped.then(undefined, () => this.#failed(frame));
+    if (isThenable(stamped)) {
+      if (stamped instanceof Pending) stamped.wait(undefined, () => this.#failed(frame));
+      else stamped.then(undefined, () => this.#failed(frame));
+    }
     return stamped;
   }
 

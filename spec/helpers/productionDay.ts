@@ -307,7 +307,11 @@ export abstract class ObservingClient {
   #again: number | undefined;
   closed = false;
 
-  constructor(readonly name: string) {}
+  /** Made by a subclass's `connect`: `name` in the report, `uri` the file it follows. */
+  constructor(
+    readonly name: string,
+    readonly uri: string,
+  ) {}
 
   /** Reads the file's current content (its text). */
   protected abstract readText(): Promise<string | undefined>;
@@ -371,13 +375,6 @@ export class Sdk1Client extends ObservingClient {
   transport!: Transport1;
   gets = 0;
 
-  private constructor(
-    name: string,
-    readonly uri: string,
-  ) {
-    super(name);
-  }
-
   static async connect(name: string, url: string, uri: string): Promise<Sdk1Client> {
     const self = new Sdk1Client(name, uri);
     self.client.onerror = (error) => void self.errors.push(String(error).slice(0, 200));
@@ -432,13 +429,6 @@ export class ListenClient extends ObservingClient {
   readonly endings: string[] = [];
   #subscription: { close(): Promise<void>; closed: Promise<string> } | undefined;
   #loop: Promise<void> | undefined;
-
-  private constructor(
-    name: string,
-    readonly uri: string,
-  ) {
-    super(name);
-  }
 
   static async connect(name: string, url: string, uri: string): Promise<ListenClient> {
     const self = new ListenClient(name, uri);
@@ -510,9 +500,9 @@ export class RawLegacyClient extends ObservingClient {
   private constructor(
     name: string,
     readonly url: string,
-    readonly uri: string,
+    uri: string,
   ) {
-    super(name);
+    super(name, uri);
   }
 
   static async connect(name: string, url: string, uri: string): Promise<RawLegacyClient> {
