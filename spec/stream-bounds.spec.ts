@@ -12,6 +12,7 @@ import { nodeHandler } from '../adapters/http/node.js';
 import { webHandler } from '../adapters/http/web.js';
 import type { AuthInfo } from '../lib/auth.js';
 import { encodeFrame, encodedByteLength } from '../lib/encode.js';
+import { noUncaught } from './helpers/wait.js';
 import { McpEndpoint } from '../adapters/http/endpoint.js';
 import type { EndpointRequest } from '../lib/context.js';
 import { InvalidOptionError } from '../lib/errors.js';
@@ -46,23 +47,6 @@ async function serve(endpoint: McpEndpoint, wrap: (res: http.ServerResponse) => 
         server.close(() => resolve());
       }),
   };
-}
-
-/** Runs `body` and fails if anything reached the process as an uncaught exception or unhandled rejection. */
-async function noUncaught(body: () => Promise<void>): Promise<void> {
-  const escaped: unknown[] = [];
-  const onError = (error: unknown) => escaped.push(error);
-  // Our listeners keep the test process up so that the assertion below can say what escaped.
-  process.on('uncaughtException', onError);
-  process.on('unhandledRejection', onError);
-  try {
-    await body();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  } finally {
-    process.off('uncaughtException', onError);
-    process.off('unhandledRejection', onError);
-  }
-  assert.deepEqual(escaped.map(String), [], 'nothing escaped to the process');
 }
 
 /* The byte budget of a stream's queue */

@@ -1,3 +1,5 @@
+import { strict as assert } from 'node:assert';
+
 /** Rejects when `promise` has not settled within `ms` milliseconds of real time. */
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -24,4 +26,24 @@ export function advanceInSteps(scheduler: { now(): number; maxFrames: number; fl
       if (to === ms) return;
     }
   };
+}
+
+/**
+ * Runs `body` and fails if anything reached the process as an uncaught exception or unhandled
+ * rejection meanwhile, or within `settleMs` after it.
+ */
+export async function noUncaught(body: () => Promise<void>, settleMs = 50): Promise<void> {
+  const escaped: unknown[] = [];
+  const onError = (error: unknown) => escaped.push(error);
+  // Our listeners keep the test process up so that the assertion below can say what escaped.
+  process.on('uncaughtException', onError);
+  process.on('unhandledRejection', onError);
+  try {
+    await body();
+    await new Promise((resolve) => setTimeout(resolve, settleMs));
+  } finally {
+    process.off('uncaughtException', onError);
+    process.off('unhandledRejection', onError);
+  }
+  assert.deepEqual(escaped.map(String), [], 'nothing escaped to the process');
 }

@@ -6,12 +6,12 @@
 // Here a tiny RESP server stands in for Redis, so that the moment is exact: it answers the first
 // connection's SUBSCRIBE, drops that connection, leaves the reconnection's SUBSCRIBE unanswered,
 // and the part is closed then (its QUIT answered by the socket closing, as a dying server does).
-import { strict as assert } from 'node:assert';
 import net from 'node:net';
 import { test } from 'uvu';
 import { RedisPrincipalCap } from '../../adapters/redis/principals.js';
 import { RedisSessionBus } from '../../adapters/redis/sessionBus.js';
 import { eventually } from '../helpers/http.js';
+import { noUncaught } from '../helpers/wait.js';
 
 /** One command of a RESP request stream: its words, or undefined while incomplete. */
 function readCommand(buffer: Buffer, at: number): { words: string[]; end: number } | undefined {
@@ -95,20 +95,6 @@ async function fakeRedis(): Promise<FakeRedis> {
   };
 }
 
-/** Runs `body`, then fails if an unhandled rejection happened meanwhile (or within 100 ms after). */
-async function withoutUnhandledRejections(body: () => Promise<void>): Promise<void> {
-  const rejections: unknown[] = [];
-  const record = (reason: unknown) => void rejections.push(reason);
-  process.on('unhandledRejection', record);
-  try {
-    await body();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  } finally {
-    process.off('unhandledRejection', record);
-  }
-  assert.deepEqual(rejections.map(String), [], 'no unhandled rejection');
-}
-
 const parts = {
   RedisSessionBus: (redis: string) => new RedisSessionBus({ redis, nodeId: 'n', maxReconnectDelay: 50 }),
   RedisPrincipalCap: (redis: string) => new RedisPrincipalCap({ redis, nodeId: 'n', maxReconnectDelay: 50 }),
@@ -118,12 +104,12 @@ for (const [name, open] of Object.entries(parts)) {
   test(`${name}: closed while its subscriber subscribes again after a reconnection, nothing is left unhandled`, async () => {
     const redis = await fakeRedis();
     try {
-      await withoutUnhandledRejections(async () => {
+      await noUncaught(async () => {
         const part = open(redis.url);
         // Subscribed on the first connection, dropped, subscribing on the second, unanswered.
         await eventually(() => redis.subscribes() === 2, 5000, 'the subscribe after the reconnection');
         await part.close();
-      });
+      }, 100);
     } finally {
       await redis.close();
     }
