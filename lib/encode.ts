@@ -163,8 +163,7 @@ export function encodedByteLength(frame: Frame): number {
     const json = jsonByteLength(frame, frame.encoded);
     const eventId = frame.eventId;
     if (eventId === undefined) return MESSAGE_FRAMING_BYTES + json;
-    if (CR_OR_LF.test(eventId)) throw new FrameEncodingError('id', eventId);
-    return MESSAGE_FRAMING_BYTES + ID_LINE_BYTES + Buffer.byteLength(eventId, 'utf8') + json;
+    return MESSAGE_FRAMING_BYTES + ID_LINE_BYTES + eventIdBytes(eventId) + json;
   }
   if (frame.type === 'comment' && frame.text === '') return KEEP_ALIVE_TEXT.length;
   return Buffer.byteLength(encodeFrame(frame), 'utf8');
@@ -201,10 +200,51 @@ export function encodeFrame(frame: Frame): string {
     return frame.text.split(LINE_BREAK).map((line) => `:${line}\r\n`).join('');
   }
   if (frame.type === 'prime') return encodePriming(frame.eventId, frame.retry);
-  const json = messageJson(frame);
-  if (frame.eventId === undefined) return `event: message\ndata: ${json}\n\n`;
-  if (CR_OR_LF.test(frame.eventId)) throw new FrameEncodingError('id', frame.eventId);
-  return `event: message\nid: ${frame.eventId}\ndata: ${json}\n\n`;
+  const eventId = frame.eventId;
+  if (eventId === undefined) return `event: message\ndata: ${messageJson(frame)}\n\n`;
+  eventIdBytes(eventId);
+  // A legacy stream's frame: the part after its id is the same for every session a publish reaches.
+  const encoded = frame.encoded;
+  if (encoded !== undefined && frame.subscriptionId === undefined) return ID_EVENT_HEAD + eventId + plainDataTail(encoded);
+  return `${ID_EVENT_HEAD}${eventId}\ndata: ${messageJson(frame)}\n\n`;
+}
+
+/** What a message frame with an event id starts with, up to the id. */
+const ID_EVENT_HEAD = 'event: message\nid: ';
+
+/**
+ * The UTF-8 bytes of an event id, which must hold no CR or LF (the one pass over it checks both):
+ * its length for an ASCII id, as every id an event log makes is.
+ * @throws FrameEncodingError when it holds a CR or LF.
+ */
+function eventIdBytes(eventId: string): number {
+  let ascii = true;
+  for (let i = 0; i < eventId.length; i++) {
+    const code = eventId.charCodeAt(i);
+    if (code === 10 || code === 13) throw new FrameEncodingError('id', eventId);
+    if (code > 0x7f) ascii = false;
+  }
+  return ascii ? eventId.length : Buffer.byteLength(eventId, 'utf8');
+}
+
+// The last message's `plainDataTail`, one entry deep (see there).
+let tailOf: EncodedMessage | undefined = undefined;
+let tailText = '';
+
+/**
+ * `\ndata: <plain JSON>\n\n`: what follows the id in every legacy frame of `encoded`, built once
+ * per message rather than once per session. A publish reaches its sessions one after the other with
+ * the same encoded message, so one remembered entry is enough (it keeps the last message's text
+ * until the next one's): the frames of a turn in which several messages alternate are right too,
+ * only built once per frame again. Building it per frame around the JSON (a string of the encoder's pieces) left V8 a
+ * deeper string to flatten at every socket write (issue 33, `bench/turn-cpu.mjs --era legacy`).
+ */
+function plainDataTail(encoded: EncodedMessage): string {
+  if (tailOf !== encoded) {
+    tailText = `\ndata: ${encoded.plain}\n\n`;
+    tailOf = encoded;
+  }
+  return tailText;
 }
 
 function encodePriming(eventId: string | undefined, retry: number): string {

@@ -73,15 +73,35 @@ test('legacy frames carry their id line between event and data', () => {
   assert.equal(encodeFrame(frame), 'event: message\nid: 42\ndata: {"jsonrpc":"2.0","method":"notifications/resources/list_changed"}\n\n');
 });
 
+test('legacy frames of messages that alternate (a turn of several publishes) each carry their own message', () => {
+  const one = { ...notificationFrame({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///a' } }, 'resource'), encoded: encodeResourceUpdated('file:///a') };
+  const two = { ...notificationFrame({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'tools'), encoded: encodeMessage({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }) };
+  // Same text, another encoding object (a relayed frame): its own JSON, not the last one's.
+  const same = { ...one, encoded: { plain: '{"uri":"file:///b"}', head: '', tail: '' } };
+  const order = [one, one, two, one, same, same, two, two, one];
+  order.forEach((frame, i) => {
+    const eventId = String(i + 1);
+    assert.equal(encodeFrame({ ...frame, eventId }), `event: message\nid: ${eventId}\ndata: ${frame.encoded.plain}\n\n`);
+  });
+  // A tagged frame with an event id keeps its tag.
+  const taggedOne = { ...tagged(one, encodeSubscriptionId(3)), eventId: '9' };
+  assert.equal(encodeFrame(taggedOne), `event: message\nid: 9\ndata: ${messageJson(taggedOne)}\n\n`);
+  assert.match(encodeFrame(taggedOne), /"io.modelcontextprotocol\/subscriptionId":3/);
+});
+
 test('keep-alive is exactly ":\\r\\n"; comment text is split into comment lines', () => {
   assert.equal(encodeFrame(KEEP_ALIVE), ':\r\n');
   assert.equal(encodeFrame({ type: 'comment', text: ' a\r\nb\rc\nd' }), ': a\r\n:b\r\n:c\r\n:d\r\n');
 });
 
 test('CR or LF in an event id is refused', () => {
-  for (const eventId of ['1\n2', '1\r', '\r\n']) {
+  for (const eventId of ['1\n2', '1\r', '\r\n', 'ü\n']) {
     const frame = { ...notificationFrame({ jsonrpc: '2.0', method: 'm' }), eventId };
     assert.throws(() => encodeFrame(frame), FrameEncodingError);
+    assert.throws(() => encodedByteLength(frame), FrameEncodingError);
+    const encoded = { ...frame, encoded: encodeMessage(frame.message) };
+    assert.throws(() => encodeFrame(encoded), FrameEncodingError);
+    assert.throws(() => encodedByteLength(encoded), FrameEncodingError);
   }
 });
 

@@ -46,5 +46,22 @@ export function ownsSocket(res: ServerResponse, socket: Socket): boolean {
  * @internal
  */
 export function writeChunk(res: ServerResponse, socket: Socket, text: string, bytes = Buffer.byteLength(text)): boolean {
-  return socket.write(res.chunkedEncoding ? `${bytes.toString(16)}\r\n${text}\r\n` : text);
+  return socket.write(res.chunkedEncoding ? `${chunkSizeLine(bytes)}${text}\r\n` : text);
+}
+
+/** The size lines made so far, by size (see {@link chunkSizeLine}). */
+const SIZE_LINES: string[] = [];
+
+/** Sizes up to this many bytes keep their size line; larger chunks are rare and make theirs. */
+const KEPT_SIZE_LINES = 65_536;
+
+/**
+ * An HTTP/1.1 chunk's size line, `<bytes in lower-case hex>\r\n`: made once per size met below
+ * {@link KEPT_SIZE_LINES} and kept (the frames of a stream come in few sizes), instead of a number
+ * converted and a string joined at every write.
+ * @internal
+ */
+export function chunkSizeLine(bytes: number): string {
+  if (bytes >= KEPT_SIZE_LINES) return `${bytes.toString(16)}\r\n`;
+  return (SIZE_LINES[bytes] ??= `${bytes.toString(16)}\r\n`);
 }

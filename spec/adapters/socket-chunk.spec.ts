@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { test } from 'uvu';
-import { ownsSocket, writeChunk } from '../../adapters/http/socketChunk.js';
+import { chunkSizeLine, ownsSocket, writeChunk } from '../../adapters/http/socketChunk.js';
 import { eventually } from '../helpers/http.js';
 
 /** A server whose every request is handed to `handle`; the raw bytes a client reads back. */
@@ -53,6 +53,13 @@ test('writeChunk sends the bytes res.write would, as one chunk of the chunked bo
   const expected = texts.map((text) => `${Buffer.byteLength(text).toString(16)}\r\n${Buffer.from(text).toString('latin1')}\r\n`).join('') + '0\r\n\r\n';
   assert.equal(body(viaSocket), expected);
   assert.equal(body(viaSocket), body(viaRes));
+});
+
+test('chunkSizeLine is the size in lower-case hex and CRLF, the same string for a size met again, above the kept sizes too', () => {
+  for (const bytes of [0, 1, 9, 10, 15, 16, 255, 4096, 65_535, 65_536, 1_000_000]) {
+    assert.equal(chunkSizeLine(bytes), `${bytes.toString(16)}\r\n`);
+    assert.equal(chunkSizeLine(bytes), chunkSizeLine(bytes));
+  }
 });
 
 test('writeChunk on a response that is not chunked (Content-Length) writes the text as it is', async () => {
