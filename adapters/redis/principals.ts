@@ -61,6 +61,9 @@ interface Entry {
 // Heartbeats are expiry times in server milliseconds, compared to TIME inside the scripts.
 
 // Records one admission and applies the cap to the principal's streams fleet-wide, atomically.
+/** TIME readings per connection, the shortest round trip's kept (see RedisPrincipalCap.#anchor). */
+const CLOCK_SAMPLES = 5;
+
 // KEYS: the principal's sorted set, its heartbeat hash. ARGV: nodeId, member, score, cap,
 // heartbeat ttl, channel prefix. Score = when the node admitted the stream, in microseconds on the
 // Redis server's clock: the node's monotonic admission time plus the offset it read with TIME
@@ -386,19 +389,34 @@ export class RedisPrincipalCap implements PrincipalCap {
    * Reads the Redis server's clock (TIME) against this process's monotonic clock, so that a score is
    * the admission's time on the server's clock whenever the record is sent; then redoes what
    * failed (see {@link #resync}). The offset is the server's time less the midpoint of the round
-   * trip: off by at most half of it.
+   * trip, off by at most half of it, so of {@link CLOCK_SAMPLES} readings one after the other the one
+   * with the shortest round trip is kept: a reply that waited for a busy event loop (a node starting,
+   * a burst of publishes) would otherwise shift every score this node makes by half that wait, and a
+   * stream admitted a moment after another node's could count as older than it.
    */
   #anchor(): void {
     if (this.#closing !== undefined) return;
-    const sent = performance.now();
-    this.#commands.time().then(
-      ([seconds, micros]) => {
-        const received = performance.now();
-        this.#offsetMicros = Number(seconds) * 1_000_000 + Number(micros) - Math.round(((sent + received) / 2) * 1000);
+    this.#readClock().then(
+      (offset) => {
+        this.#offsetMicros = offset;
         this.#resync();
       },
       () => this.#unrecordable(),
     );
+  }
+
+  /** The offset of the server's clock to `performance.now()`, in microseconds (see {@link #anchor}). */
+  async #readClock(): Promise<number> {
+    let best = { roundTrip: Infinity, offset: 0 };
+    for (let i = 0; i < CLOCK_SAMPLES; i++) {
+      const sent = performance.now();
+      const [seconds, micros] = await this.#commands.time();
+      const received = performance.now();
+      if (received - sent < best.roundTrip) {
+        best = { roundTrip: received - sent, offset: Number(seconds) * 1_000_000 + Number(micros) - Math.round(((sent + received) / 2) * 1000) };
+      }
+    }
+    return best.offset;
   }
 
   /** Redoes what failed: the removals, and the records of every live stream (in their order). */

@@ -168,6 +168,63 @@ test('a stream admitted while its node could not reach Redis keeps its place: re
   }
 });
 
+test("a node whose clock reading came back late still scores its streams in the fleet's order: the shortest of its TIME round trips counts", async () => {
+  const prefix = freshPrefix();
+  // Node B reaches Redis through a forwarder that holds the first TIME reply back for 300 ms (a
+  // reply waiting for a busy event loop); node A reaches it directly. From that reading alone, B
+  // would put its streams 150 ms earlier than they came.
+  const target = new URL(suite.server.url);
+  const sockets = new Set<net.Socket>();
+  let held = 0;
+  const forwarder = net.createServer((socket) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const end of [socket, upstream]) {
+      sockets.add(end);
+      end.on('error', () => undefined);
+      end.on('close', () => sockets.delete(end));
+    }
+    socket.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      // TIME's reply: two bulk strings, the seconds (10 digits) first.
+      if (held === 0 && chunk.toString('latin1').startsWith('*2\r\n$10\r\n')) {
+        held++;
+        upstream.pause();
+        setTimeout(() => {
+          socket.write(chunk);
+          upstream.resume();
+        }, 300);
+      } else socket.write(chunk);
+    });
+  });
+  await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
+  const { port } = forwarder.address() as net.AddressInfo;
+  const a = new RedisPrincipalCap({ redis: suite.server.url, nodeId: 'A', prefix, maxPerPrincipal: 2 });
+  const b = new RedisPrincipalCap({ redis: `redis://127.0.0.1:${port}`, nodeId: 'B', prefix, maxPerPrincipal: 2 });
+  try {
+    await eventually(() => held === 1, 3000, "B's first TIME reply to be held");
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const ended: string[] = [];
+    const first = a.admit('p');
+    first.superseded$.subscribe(() => ended.push('A:0'));
+    await eventually(() => a.stats.recorded === 1, 2000, "A's record");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = b.admit('p');
+    second.superseded$.subscribe(() => ended.push('B:0'));
+    await eventually(() => b.stats.recorded === 1, 2000, "B's record");
+    assert.deepEqual(await members(prefix, 'p'), ['A:0', 'B:0'], "A's stream, admitted 50 ms before B's, scored before it");
+    const third = a.admit('p');
+    await eventually(() => ended.length > 0, 3000, 'a supersede');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(ended, ['A:0']);
+    second.release();
+    third.release();
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => forwarder.close(resolve));
+  }
+});
+
 test('maxPerPrincipal, heartbeatTtl and nodeId are validated at construction, naming the option', () => {
   const cases: [Record<string, unknown>, string][] = [
     [{ redis: suite.server.url, maxPerPrincipal: 0 }, 'maxPerPrincipal must be a positive integer, got 0'],
