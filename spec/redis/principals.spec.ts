@@ -25,6 +25,27 @@ const supersededClose = (id: number) =>
   frame(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${id},"reason":"superseded",${meta(id)}}}`) +
   frame(`{"jsonrpc":"2.0","id":${id},"result":{"resultType":"complete",${meta(id)}}}`);
 
+/**
+ * A TCP forwarder to the suite's redis-server (listen on it yourself), and the sockets it holds.
+ * `hold`, when given, sees each reply chunk first; returning true, it has taken over that chunk.
+ */
+function forwarderToRedis(hold?: (chunk: Buffer, socket: net.Socket, upstream: net.Socket) => boolean): { forwarder: net.Server; sockets: Set<net.Socket> } {
+  const target = new URL(suite.server.url);
+  const sockets = new Set<net.Socket>();
+  const forwarder = net.createServer((socket) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const end of [socket, upstream]) {
+      sockets.add(end);
+      end.on('error', () => undefined);
+      end.on('close', () => sockets.delete(end));
+    }
+    socket.pipe(upstream);
+    if (hold === undefined) upstream.pipe(socket);
+    else upstream.on('data', (chunk: Buffer) => void (hold(chunk, socket, upstream) || socket.write(chunk)));
+  });
+  return { forwarder, sockets };
+}
+
 test('cap 2 across two nodes: a third listen on node B supersedes the oldest stream, on node A', async () => {
   const prefix = freshPrefix();
   const caps = ['A', 'B'].map((nodeId) => new RedisPrincipalCap({ redis: suite.server.url, nodeId, prefix, maxPerPrincipal: 2 }));
@@ -128,17 +149,7 @@ test('a stream admitted while its node could not reach Redis keeps its place: re
   await new Promise<void>((resolve) => reserved.listen(0, '127.0.0.1', resolve));
   const { port } = reserved.address() as net.AddressInfo;
   await new Promise((resolve) => reserved.close(resolve));
-  const target = new URL(suite.server.url);
-  const sockets = new Set<net.Socket>();
-  const forwarder = net.createServer((socket) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    for (const end of [socket, upstream]) {
-      sockets.add(end);
-      end.on('error', () => undefined);
-      end.on('close', () => sockets.delete(end));
-    }
-    socket.pipe(upstream).pipe(socket);
-  });
+  const { forwarder, sockets } = forwarderToRedis();
   const a = new RedisPrincipalCap({ redis: `redis://127.0.0.1:${port}`, nodeId: 'A', prefix, maxPerPrincipal: 2, maxReconnectDelay: 50 });
   const b = new RedisPrincipalCap({ redis: suite.server.url, nodeId: 'B', prefix, maxPerPrincipal: 2 });
   try {
@@ -173,28 +184,17 @@ test("a node whose clock reading came back late still scores its streams in the 
   // Node B reaches Redis through a forwarder that holds the first TIME reply back for 300 ms (a
   // reply waiting for a busy event loop); node A reaches it directly. From that reading alone, B
   // would put its streams 150 ms earlier than they came.
-  const target = new URL(suite.server.url);
-  const sockets = new Set<net.Socket>();
   let held = 0;
-  const forwarder = net.createServer((socket) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    for (const end of [socket, upstream]) {
-      sockets.add(end);
-      end.on('error', () => undefined);
-      end.on('close', () => sockets.delete(end));
-    }
-    socket.pipe(upstream);
-    upstream.on('data', (chunk: Buffer) => {
-      // TIME's reply: two bulk strings, the seconds (10 digits) first.
-      if (held === 0 && chunk.toString('latin1').startsWith('*2\r\n$10\r\n')) {
-        held++;
-        upstream.pause();
-        setTimeout(() => {
-          socket.write(chunk);
-          upstream.resume();
-        }, 300);
-      } else socket.write(chunk);
-    });
+  const { forwarder, sockets } = forwarderToRedis((chunk, socket, upstream) => {
+    // TIME's reply: two bulk strings, the seconds (10 digits) first.
+    if (held > 0 || !chunk.toString('latin1').startsWith('*2\r\n$10\r\n')) return false;
+    held++;
+    upstream.pause();
+    setTimeout(() => {
+      socket.write(chunk);
+      upstream.resume();
+    }, 300);
+    return true;
   });
   await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
   const { port } = forwarder.address() as net.AddressInfo;
