@@ -17,7 +17,7 @@ import { reportError } from './telemetry.js';
  * settled) or inside the producer's call; nothing here defers it. A rejection nobody waits for is
  * not reported (it is no Promise: nothing tracks unhandled rejections). A callback that throws is
  * reported on `channels.error` (`where: 'source'`) and the other waiters still run; the producer
- * never sees it. `spec/lib/pending.spec.ts` holds these.
+ * never sees it. `spec/pending.spec.ts` holds these.
  * @internal
  */
 export class Pending<T> implements PromiseLike<T> {

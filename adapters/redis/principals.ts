@@ -60,16 +60,17 @@ interface Entry {
 // sorted set of streams and the hash of the heartbeats of the nodes that hold them.
 // Heartbeats are expiry times in server milliseconds, compared to TIME inside the scripts.
 
-// Records one admission and applies the cap to the principal's streams fleet-wide, atomically.
 /** TIME readings per connection, the shortest round trip's kept (see RedisPrincipalCap.#anchor). */
 const CLOCK_SAMPLES = 5;
 
+// Records one admission and applies the cap to the principal's streams fleet-wide, atomically.
 // KEYS: the principal's sorted set, its heartbeat hash. ARGV: nodeId, member, score, cap,
 // heartbeat ttl, channel prefix. Score = when the node admitted the stream, in microseconds on the
 // Redis server's clock: the node's monotonic admission time plus the offset it read with TIME
-// when it connected (see RedisPrincipalCap.#anchor). So the oldest stream anywhere has the lowest
-// score, also when its record came late (its node could not reach Redis then, or was still
-// connecting), and a node's own streams are in the order it admitted them. Members of nodes whose
+// when it connected, the shortest of CLOCK_SAMPLES round trips (see RedisPrincipalCap.#anchor).
+// So the oldest stream anywhere has the lowest score, also when its record came late (its node
+// could not reach Redis then, or was still connecting), and a node's own streams are in the order
+// it admitted them. Members of nodes whose
 // heartbeat expired are dead and dropped first. Victims on other nodes are told on their node's
 // channel (ARGV[6] .. nodeId); all victims are returned.
 const RECORD = `

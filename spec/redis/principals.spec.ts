@@ -26,10 +26,10 @@ const supersededClose = (id: number) =>
   frame(`{"jsonrpc":"2.0","id":${id},"result":{"resultType":"complete",${meta(id)}}}`);
 
 /**
- * A TCP forwarder to the suite's redis-server (listen on it yourself), and the sockets it holds.
+ * A TCP forwarder to the suite's redis-server (listen on it yourself), and its close (its sockets too).
  * `hold`, when given, sees each reply chunk first; returning true, it has taken over that chunk.
  */
-function forwarderToRedis(hold?: (chunk: Buffer, socket: net.Socket, upstream: net.Socket) => boolean): { forwarder: net.Server; sockets: Set<net.Socket> } {
+function forwarderToRedis(hold?: (chunk: Buffer, socket: net.Socket, upstream: net.Socket) => boolean): { forwarder: net.Server; close(): Promise<void> } {
   const target = new URL(suite.server.url);
   const sockets = new Set<net.Socket>();
   const forwarder = net.createServer((socket) => {
@@ -43,7 +43,11 @@ function forwarderToRedis(hold?: (chunk: Buffer, socket: net.Socket, upstream: n
     if (hold === undefined) upstream.pipe(socket);
     else upstream.on('data', (chunk: Buffer) => void (hold(chunk, socket, upstream) || socket.write(chunk)));
   });
-  return { forwarder, sockets };
+  const close = async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => forwarder.close(resolve));
+  };
+  return { forwarder, close };
 }
 
 test('cap 2 across two nodes: a third listen on node B supersedes the oldest stream, on node A', async () => {
@@ -149,7 +153,7 @@ test('a stream admitted while its node could not reach Redis keeps its place: re
   await new Promise<void>((resolve) => reserved.listen(0, '127.0.0.1', resolve));
   const { port } = reserved.address() as net.AddressInfo;
   await new Promise((resolve) => reserved.close(resolve));
-  const { forwarder, sockets } = forwarderToRedis();
+  const { forwarder, close: closeForwarder } = forwarderToRedis();
   const a = new RedisPrincipalCap({ redis: `redis://127.0.0.1:${port}`, nodeId: 'A', prefix, maxPerPrincipal: 2, maxReconnectDelay: 50 });
   const b = new RedisPrincipalCap({ redis: suite.server.url, nodeId: 'B', prefix, maxPerPrincipal: 2 });
   try {
@@ -174,8 +178,7 @@ test('a stream admitted while its node could not reach Redis keeps its place: re
     third.release();
   } finally {
     await Promise.all([a.close(), b.close()]);
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => forwarder.close(resolve));
+    await closeForwarder();
   }
 });
 
@@ -185,7 +188,7 @@ test("a node whose clock reading came back late still scores its streams in the 
   // reply waiting for a busy event loop); node A reaches it directly. From that reading alone, B
   // would put its streams 150 ms earlier than they came.
   let held = 0;
-  const { forwarder, sockets } = forwarderToRedis((chunk, socket, upstream) => {
+  const { forwarder, close: closeForwarder } = forwarderToRedis((chunk, socket, upstream) => {
     // TIME's reply: two bulk strings, the seconds (10 digits) first.
     if (held > 0 || !chunk.toString('latin1').startsWith('*2\r\n$10\r\n')) return false;
     held++;
@@ -220,8 +223,7 @@ test("a node whose clock reading came back late still scores its streams in the 
     third.release();
   } finally {
     await Promise.all([a.close(), b.close()]);
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => forwarder.close(resolve));
+    await closeForwarder();
   }
 });
 
